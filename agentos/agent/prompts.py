@@ -1,0 +1,89 @@
+"""Renders the system prompt from Jinja2 templates: static instructions, then blocks, then metadata."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+import jinja2
+
+from agentos.errors import ConfigError
+from agentos.memory.blocks import Block
+
+
+def builtin_prompt_dir() -> Path:
+    """The `prompts/` folder: inside the installed package, or beside it in a source checkout."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "prompts"
+    return packaged if packaged.is_dir() else here.parent / "prompts"
+
+
+@lru_cache(maxsize=16)
+def _environment(prompt_dir: str | None) -> jinja2.Environment:
+    loaders: list[jinja2.BaseLoader] = []
+    if prompt_dir:
+        path = Path(prompt_dir).expanduser()
+        if not path.is_dir():
+            raise ConfigError(f"prompt directory {path} does not exist.")
+        loaders.append(jinja2.FileSystemLoader(str(path)))
+    loaders.append(jinja2.FileSystemLoader(str(builtin_prompt_dir())))
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=False,
+        keep_trailing_newline=False,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _format_time(value: datetime | None) -> str | None:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z") if value else None
+
+
+class PromptRenderer:
+    """Renders one agent's prompts; a user's prompt directory overrides any built-in template."""
+
+    def __init__(self, prompt_dir: str | None = None) -> None:
+        self.env = _environment(prompt_dir)
+        self._static: str | None = None
+
+    def render(self, name: str, **values: object) -> str:
+        try:
+            return self.env.get_template(name).render(**values).strip()
+        except jinja2.TemplateNotFound as exc:
+            raise ConfigError(f"prompt template {name!r} was not found.") from exc
+        except jinja2.TemplateError as exc:
+            raise ConfigError(f"prompt template {name!r} is invalid: {exc}") from exc
+
+    def static(self) -> str:
+        """The instructions: rendered once, so they are byte-identical on every call."""
+        if self._static is None:
+            self._static = self.render("system.j2")
+        return self._static
+
+    def dynamic(
+        self,
+        blocks: Iterable[Block],
+        *,
+        now: datetime,
+        last_edit: datetime | None,
+        recall_count: int,
+        archival_count: int,
+    ) -> str:
+        """Memory blocks, then metadata: the parts of the system prompt that change."""
+        parts = [
+            self.render("memory_blocks.j2", blocks=list(blocks)),
+            self.render(
+                "metadata.j2",
+                now=_format_time(now),
+                last_edit=_format_time(last_edit),
+                recall_count=recall_count,
+                archival_count=archival_count,
+            ),
+        ]
+        return "\n\n".join(parts)
+
+    def default_block(self, label: str) -> str:
+        """The starting value of a default block (`persona.j2`, `human.j2`)."""
+        return self.render(f"{label}.j2")

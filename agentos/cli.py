@@ -1,0 +1,155 @@
+"""The `agentos` command: a thin layer over the library. Heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from agentos.errors import AgentOSError
+
+
+def _text_or_file(value: str | None) -> str | None:
+    """`--persona TEXT` or `--persona @FILE`."""
+    if value is None or not value.startswith("@"):
+        return value
+    path = Path(value[1:]).expanduser()
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise AgentOSError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+
+    agent = Agent.create(
+        args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human)
+    )
+    print(f'Created agent "{agent.name}" ({agent.state.model}). Chat with it: agentos chat {agent.name}')
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+
+    states = Agent.list()
+    if not states:
+        print("No agents yet. Create one with: agentos new NAME")
+        return 0
+    rows = [("NAME", "MODEL", "MESSAGES", "LAST ACTIVE")]
+    for s in states:
+        rows.append((s.name, s.model, str(s.message_count), s.last_active_at.astimezone().strftime("%Y-%m-%d %H:%M")))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+    from agentos.chat import format_blocks
+
+    agent = Agent.load(args.name, provider=_NoProvider())
+    s = agent.state
+    print(f"Agent {s.name}  model {s.model}  created {s.created_at.astimezone():%Y-%m-%d %H:%M}")
+    print(
+        f"Messages: {s.message_count} in recall, {len(agent.context)} in context; "
+        f"archival passages: {s.archival_count}; tools: {', '.join(s.tool_names)}"
+    )
+    print()
+    print(format_blocks(agent))
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+    from agentos.chat import Repl
+
+    agent = Agent.load(args.name)
+    return Repl(agent).run()
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise AgentOSError(f"refusing to delete {args.name!r} without confirmation; pass --yes.")
+        answer = input(f'Delete agent "{args.name}" and everything it remembers? [y/N] ')
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Not deleted.")
+            return 1
+    Agent.delete(args.name)
+    print(f'Deleted agent "{args.name}".')
+    return 0
+
+
+class _NoProvider:
+    """Stands in for a model when a command only reads an agent (no API key needed)."""
+
+    name = "none"
+    model = "none"
+    context_window = 0
+
+    def stream(self, request: Any) -> Any:
+        raise AgentOSError("this command does not call the model")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentos",
+        description="Agents that manage their own memory. Data lives in $AGENTOS_HOME.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, handler: Callable[[argparse.Namespace], int], help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(handler=handler)
+        return p
+
+    p = add("new", cmd_new, "create an agent")
+    p.add_argument("name")
+    p.add_argument("--persona", help="persona block: text, or @FILE")
+    p.add_argument("--human", help="human block: text, or @FILE")
+    p.add_argument("--model", help="model spec, e.g. openai/gpt-4.1-mini or scripted/demo")
+
+    add("list", cmd_list, "list agents")
+
+    p = add("show", cmd_show, "show an agent's memory blocks and counts")
+    p.add_argument("name")
+
+    p = add("chat", cmd_chat, "chat with an agent in the terminal")
+    p.add_argument("name")
+
+    p = add("delete", cmd_delete, "delete an agent and its memory")
+    p.add_argument("name")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.handler(args)
+    except AgentOSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - never a traceback for the user
+        if os.environ.get("AGENTOS_DEBUG"):
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {exc} (set AGENTOS_DEBUG=1 for details)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Settings: where agentos keeps its data and which model an agent uses by default."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from agentos.errors import ConfigError
+
+HOME_VARIABLE = "AGENTOS_HOME"
+MODEL_VARIABLE = "AGENTOS_MODEL"
+
+
+def data_home() -> Path:
+    """The folder holding the database and config: $AGENTOS_HOME, else the per-user data dir."""
+    override = os.environ.get(HOME_VARIABLE)
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("agentos", appauthor=False))
+
+
+def database_uri(home: Path | None = None) -> str:
+    """Where the LanceDB database lives: `db/` under the data home unless config names a URI."""
+    configured = load_config(home).get("database_uri")
+    return str(configured) if configured else str((home or data_home()) / "db")
+
+
+def config_path(home: Path | None = None) -> Path:
+    return (home or data_home()) / "config.json"
+
+
+def load_config(home: Path | None = None) -> dict[str, Any]:
+    """The user's config file (JSON) as a dict; empty when there is none."""
+    path = config_path(home)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}. Fix or delete it.") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object.")
+    return data
+
+
+NO_MODEL_HELP = (
+    "no model is configured. Set AGENTOS_MODEL (for example openai/gpt-4.1-mini or "
+    "anthropic/claude-sonnet-4-5), or set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --model. "
+    "To try agentos offline, use the demo model: agentos new NAME --model scripted/demo"
+)
+
+
+def default_model(home: Path | None = None) -> str:
+    """The model spec to use when none is given: config, $AGENTOS_MODEL, then whichever API key is set."""
+    configured = load_config(home).get("model")
+    if configured:
+        return str(configured)
+    if os.environ.get(MODEL_VARIABLE):
+        return os.environ[MODEL_VARIABLE]
+    if os.environ.get("OPENAI_API_KEY"):
+        return "openai/gpt-4.1-mini"
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return "anthropic/claude-sonnet-4-5"
+    raise ConfigError(NO_MODEL_HELP)

@@ -1,0 +1,75 @@
+"""The error tree: every failure a user or the model can see is one of these."""
+
+from __future__ import annotations
+
+
+class AgentOSError(Exception):
+    """Base of all agentos errors; its message is written for the person reading it."""
+
+
+class ConfigError(AgentOSError):
+    """Settings are missing or invalid (model spec, data home, prompt directory)."""
+
+
+class AgentNotFoundError(AgentOSError):
+    """No agent has the requested name."""
+
+
+class AgentExistsError(AgentOSError):
+    """An agent with this name already exists."""
+
+
+class InvalidNameError(AgentOSError):
+    """An agent name that cannot be used."""
+
+
+class StorageError(AgentOSError):
+    """The database could not be read or written (corrupt files, full disk, permissions)."""
+
+
+class ToolDefinitionError(AgentOSError):
+    """A Python function cannot be turned into a tool (missing descriptions, bad types)."""
+
+
+class ToolError(AgentOSError):
+    """A tool refused or failed; the message goes back to the model as the tool result."""
+
+
+class MemoryEditError(ToolError):
+    """A core memory edit was refused (missing text, over the limit, read-only block)."""
+
+
+class ProviderError(AgentOSError):
+    """A model provider failed."""
+
+
+class AuthenticationError(ProviderError):
+    """The provider rejected the credentials."""
+
+
+class RateLimitError(ProviderError):
+    """The provider asked us to slow down; `retry_after` is in seconds when it said."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ServerError(ProviderError):
+    """The provider failed on its side (5xx) or was unreachable."""
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not answer in time."""
+
+
+class ContextOverflowError(ProviderError):
+    """The provider rejected the request as longer than the model's context window."""
+
+
+class ScriptExhaustedError(ProviderError):
+    """The scripted provider was called more times than its script has steps."""
+
+
+class RealProviderBlockedError(ProviderError):
+    """A real provider was used inside the test suite without opting in."""

@@ -1,0 +1,102 @@
+"""Typed events yielded by a turn: the one stream the CLI, TUI, tests and benchmarks consume."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel
+
+from agentos.messages import Message, Usage
+
+
+class TextDelta(BaseModel):
+    """A piece of the assistant's reply text as it streams."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ToolCallStarted(BaseModel):
+    """The loop is about to run a tool the model asked for."""
+
+    type: Literal["tool_call_started"] = "tool_call_started"
+    call_id: str
+    name: str
+    arguments: str
+
+
+class ToolCallFinished(BaseModel):
+    """A tool ran; `result` is what the model will see, `is_error` whether it failed."""
+
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+    call_id: str
+    name: str
+    result: str
+    is_error: bool = False
+
+
+class MemoryEdited(BaseModel):
+    """A core memory block changed."""
+
+    type: Literal["memory_edited"] = "memory_edited"
+    label: str
+    old_value: str
+    new_value: str
+    tool_call_id: str | None = None
+
+
+class UsageReported(BaseModel):
+    """Token usage of one model call."""
+
+    type: Literal["usage"] = "usage"
+    usage: Usage
+
+
+class MessagesEvicted(BaseModel):
+    """The pager moved old messages out of the context (they stay in recall)."""
+
+    type: Literal["messages_evicted"] = "messages_evicted"
+    count: int
+    tokens_before: int
+    tokens_after: int
+    summarized: bool
+    note: str = ""
+
+
+class Notice(BaseModel):
+    """Something the user should know that is not part of the reply (a retry, a warning)."""
+
+    type: Literal["notice"] = "notice"
+    text: str
+    data: dict[str, Any] = {}
+
+
+class TurnFinished(BaseModel):
+    """The turn ended with a reply that has no tool calls."""
+
+    type: Literal["turn_finished"] = "turn_finished"
+    reply: Message
+    steps: int
+    usage: Usage
+
+
+class TurnFailed(BaseModel):
+    """The turn stopped early; the agent is consistent and can take the next turn."""
+
+    type: Literal["turn_failed"] = "turn_failed"
+    error: str
+    kind: str
+    steps: int
+
+
+Event = Union[
+    TextDelta,
+    ToolCallStarted,
+    ToolCallFinished,
+    MemoryEdited,
+    UsageReported,
+    MessagesEvicted,
+    Notice,
+    TurnFinished,
+    TurnFailed,
+]

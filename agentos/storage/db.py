@@ -1,0 +1,110 @@
+"""The LanceDB connection: opening tables, schema versions, bounded caches, clear I/O errors."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from agentos.errors import StorageError
+from agentos.storage.schemas import TABLES, schema_version
+
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+METADATA_CACHE_BYTES = 32 * 1024 * 1024
+INDEX_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def quote(value: str) -> str:
+    """A SQL string literal for a LanceDB filter: single quotes doubled, NULs refused."""
+    if "\x00" in value:
+        raise ValueError("filter values cannot contain NUL characters")
+    return "'" + value.replace("'", "''") + "'"
+
+
+@contextmanager
+def storage_errors(action: str) -> Iterator[None]:
+    """Turn low-level I/O failures into one clear StorageError."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise StorageError(f"could not {action}: the disk is full. Free some space and try again.") from exc
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise StorageError(f"could not {action}: permission denied ({exc}).") from exc
+        raise StorageError(f"could not {action}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - LanceDB raises plain RuntimeError/ValueError for I/O
+        text = str(exc)
+        if "No space left" in text:
+            raise StorageError(f"could not {action}: the disk is full. Free some space and try again.") from exc
+        raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
+
+
+class Database:
+    """One LanceDB database (a local directory or any LanceDB URI) holding every agent."""
+
+    def __init__(self, uri: str | Path, storage_options: dict[str, str] | None = None) -> None:
+        self.uri = str(uri)
+        self.storage_options = storage_options
+        self._conn: Any = None
+        self._tables: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def connection(self) -> Any:
+        if self._conn is None:
+            import lancedb
+
+            if "://" not in self.uri:
+                with storage_errors(f"create the data directory {self.uri}"):
+                    Path(self.uri).mkdir(parents=True, exist_ok=True)
+            session = lancedb.Session(
+                metadata_cache_size_bytes=METADATA_CACHE_BYTES, index_cache_size_bytes=INDEX_CACHE_BYTES
+            )
+            with storage_errors(f"open the database at {self.uri}"):
+                self._conn = lancedb.connect(self.uri, session=session, storage_options=self.storage_options)
+        return self._conn
+
+    def table(self, name: str) -> Any:
+        """Open a table, creating it on first use; refuse one written by a newer agentos."""
+        with self._lock:
+            if name in self._tables:
+                return self._tables[name]
+            expected = TABLES[name]
+            conn = self.connection
+            with storage_errors(f"open table {name!r} in {self.uri}"):
+                if name in conn.list_tables().tables:
+                    table = conn.open_table(name)
+                    found = schema_version(table.schema)
+                    wanted = schema_version(expected)
+                    if found > wanted:
+                        raise StorageError(
+                            f"table {name!r} in {self.uri} has schema version {found}, newer than this agentos "
+                            f"understands ({wanted}). Upgrade agentos."
+                        )
+                    if found < wanted:
+                        table = self._migrate(name, table, found)
+                else:
+                    table = conn.create_table(name, schema=expected, exist_ok=True)
+            self._tables[name] = table
+            return table
+
+    def _migrate(self, name: str, table: Any, found: int) -> Any:
+        # Version 1 is the first schema; later versions add their steps here.
+        raise StorageError(f"table {name!r} has unknown schema version {found}; no migration exists.")
+
+    def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
+        """Append rows to a table in one commit."""
+        if isinstance(rows, list) and not rows:
+            return
+        table = self.table(name)
+        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=TABLES[name])
+        with storage_errors(f"write to {name!r}"):
+            table.add(data)

@@ -1,0 +1,42 @@
+"""Conversions between agentos models and table rows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentos.memory.blocks import MemoryEdit
+from agentos.messages import Message, ToolCall
+
+
+def message_row(agent_id: str, seq: int, message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "agent_id": agent_id,
+        "seq": seq,
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": json.dumps([c.model_dump() for c in message.tool_calls]) if message.tool_calls else None,
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+        "is_error": message.is_error,
+        "created_at": message.created_at,
+    }
+
+
+def row_message(row: dict[str, Any]) -> Message:
+    calls = [ToolCall(**c) for c in json.loads(row["tool_calls"])] if row.get("tool_calls") else []
+    return Message(
+        id=row["id"],
+        role=row["role"],
+        content=row.get("content") or "",
+        tool_calls=calls,
+        tool_call_id=row.get("tool_call_id"),
+        name=row.get("name"),
+        is_error=bool(row.get("is_error")),
+        created_at=row["created_at"],
+    )
+
+
+def edit_row(agent_id: str, edit: MemoryEdit) -> dict[str, Any]:
+    return {"agent_id": agent_id, **edit.model_dump()}

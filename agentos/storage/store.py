@@ -1,0 +1,192 @@
+"""The store: the three tables behind every agent, written once per step in parallel commits."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from agentos.errors import StorageError
+from agentos.memory.blocks import MemoryEdit
+from agentos.messages import Message
+from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.records import edit_row, message_row, row_message
+
+COMPACT_EVERY_COMMITS = 100
+CLEANUP_OLDER_THAN = timedelta(minutes=2)
+KEEP_STATE_REVISIONS = 3
+
+
+class Store:
+    """Reads and writes agents, their messages and their memory edits in one LanceDB database."""
+
+    def __init__(self, uri: str | Path, storage_options: dict[str, str] | None = None) -> None:
+        self.db = Database(uri, storage_options)
+        self._writers = ThreadPoolExecutor(max_workers=3, thread_name_prefix="agentos-write")
+        self._maintenance = Maintenance(self)
+
+    @property
+    def uri(self) -> str:
+        return self.db.uri
+
+    # -- agent state -------------------------------------------------------------------------
+
+    def latest_states(self) -> dict[str, dict[str, Any]]:
+        """The newest state row of every agent, by name."""
+        rows = self._read("agents", None, ["name", "agent_id", "rev", "updated_at", "state"])
+        latest: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if row["name"] not in latest or row["rev"] > latest[row["name"]]["rev"]:
+                latest[row["name"]] = row
+        return latest
+
+    def load_state(self, name: str) -> dict[str, Any] | None:
+        rows = self._read("agents", f"name = {quote(name)}", ["name", "agent_id", "rev", "updated_at", "state"])
+        return max(rows, key=lambda r: r["rev"]) if rows else None
+
+    def delete_agent(self, name: str, agent_id: str) -> None:
+        """Remove an agent: its state, messages and memory edits."""
+        with storage_errors(f"delete agent {name!r}"):
+            self.db.table("agents").delete(f"name = {quote(name)}")
+            self.db.table("messages").delete(f"agent_id = {quote(agent_id)}")
+            self.db.table("memory_edits").delete(f"agent_id = {quote(agent_id)}")
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def get_messages(self, agent_id: str, ids: list[str]) -> list[Message]:
+        """The messages with these ids, in the order of `ids` (missing ids are skipped)."""
+        if not ids:
+            return []
+        found: dict[str, Message] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            where = f"agent_id = {quote(agent_id)} AND id IN ({', '.join(quote(i) for i in chunk)})"
+            for row in self._read("messages", where, None):
+                found[row["id"]] = row_message(row)
+        return [found[i] for i in ids if i in found]
+
+    def count_messages(self, agent_id: str) -> int:
+        with storage_errors("count messages"):
+            return self.db.table("messages").count_rows(f"agent_id = {quote(agent_id)}")
+
+    def memory_edits(self, agent_id: str) -> list[MemoryEdit]:
+        rows = self._read("memory_edits", f"agent_id = {quote(agent_id)}", None)
+        edits = [MemoryEdit(**{k: v for k, v in row.items() if k != "agent_id"}) for row in rows]
+        return sorted(edits, key=lambda e: e.at)
+
+    # -- the step commit ---------------------------------------------------------------------
+
+    def commit_step(
+        self,
+        *,
+        name: str,
+        agent_id: str,
+        rev: int,
+        state_json: str,
+        messages: list[tuple[int, Message]],
+        edits: list[MemoryEdit],
+    ) -> None:
+        """Write one step: its messages, its memory edits and the agent's new state.
+
+        The writes go to three tables in parallel, one commit each. A crash between them can
+        only lose the step in flight: loading drops in-context ids whose messages are missing.
+        """
+        now = datetime.now(timezone.utc)
+        jobs = [
+            self._writers.submit(
+                self.db.add,
+                "agents",
+                [{"name": name, "agent_id": agent_id, "rev": rev, "updated_at": now, "state": state_json}],
+            )
+        ]
+        if messages:
+            rows = [message_row(agent_id, seq, m) for seq, m in messages]
+            jobs.append(self._writers.submit(self.db.add, "messages", rows))
+        if edits:
+            jobs.append(self._writers.submit(self.db.add, "memory_edits", [edit_row(agent_id, e) for e in edits]))
+        errors = [job.exception() for job in jobs]
+        for error in errors:
+            if error is not None:
+                raise error
+        self._maintenance.committed(["agents", "messages", "memory_edits"][: len(jobs)], name, rev)
+
+    def add_messages(self, agent_id: str, messages: list[tuple[int, Message]]) -> None:
+        """Bulk-append messages (imports, benchmarks) in one commit."""
+        self.db.add("messages", [message_row(agent_id, seq, m) for seq, m in messages])
+
+    def wait_for_maintenance(self) -> None:
+        """Block until background compaction (if any) has finished."""
+        self._maintenance.wait()
+
+    def compact(self) -> None:
+        """Compact every table and prune old versions now."""
+        self._maintenance.run_now()
+
+    def close(self) -> None:
+        """Wait for background maintenance and release threads."""
+        self._maintenance.wait()
+        self._writers.shutdown(wait=True)
+
+    def _read(self, table: str, where: str | None, columns: list[str] | None) -> list[dict[str, Any]]:
+        with storage_errors(f"read {table!r}"):
+            query = self.db.table(table).search()
+            if where:
+                query = query.where(where)
+            if columns:
+                query = query.select(columns)
+            return query.limit(None).to_arrow().to_pylist()
+
+
+class Maintenance:
+    """Compacts tables and prunes old versions in the background, every so many commits.
+
+    LanceDB leaves one fragment and one version per commit; without this, months of use
+    make search hundreds of times slower and the database a thousand times larger.
+    """
+
+    def __init__(self, store: Store, every: int = COMPACT_EVERY_COMMITS) -> None:
+        self.store = store
+        self.every = every
+        self.commits: dict[str, int] = {}
+        self._thread: threading.Thread | None = None
+        self._stale_states: dict[str, int] = {}
+        self.runs = 0
+        self.last_error: str | None = None
+
+    def committed(self, tables: list[str], name: str, rev: int) -> None:
+        for table in tables:
+            self.commits[table] = self.commits.get(table, 0) + 1
+        self._stale_states[name] = rev
+        due = [t for t, n in self.commits.items() if n >= self.every]
+        if due and (self._thread is None or not self._thread.is_alive()):
+            for t in due:
+                self.commits[t] = 0
+            stale, self._stale_states = self._stale_states, {}
+            self._thread = threading.Thread(target=self._run, args=(due, stale), daemon=True, name="agentos-compact")
+            self._thread.start()
+
+    def _run(self, tables: list[str], stale: dict[str, int]) -> None:
+        try:
+            if "agents" in tables:
+                for name, rev in stale.items():
+                    self.store.db.table("agents").delete(
+                        f"name = {quote(name)} AND rev <= {int(rev) - KEEP_STATE_REVISIONS}"
+                    )
+            for table in tables:
+                self.store.db.table(table).optimize(cleanup_older_than=CLEANUP_OLDER_THAN)
+            self.runs += 1
+        except Exception as exc:  # noqa: BLE001 - maintenance must never break a turn
+            self.last_error = str(exc)
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def run_now(self) -> None:
+        """Compact every table now, in the foreground."""
+        self.wait()
+        self._run(list(self.commits) or ["agents", "messages", "memory_edits"], dict(self._stale_states))
+        if self.last_error:
+            raise StorageError(f"compaction failed: {self.last_error}")

@@ -1,0 +1,139 @@
+"""The @tool decorator: a typed, documented Python function becomes a tool with JSON schemas."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from agentos.errors import ToolDefinitionError
+
+_ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?)\s*:\s*$")
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may reach besides its arguments: the agent and the call being served."""
+
+    agent: Any
+    call_id: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {parameter: description})."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        header = _SECTION.match(line)
+        if header:
+            section = header.group(1).lower()
+            current = None
+            continue
+        if section is None:
+            description.append(line)
+        elif section in ("args", "arguments", "parameters"):
+            match = _ARG_LINE.match(line)
+            if match:
+                current = match.group(1).lstrip("*")
+                params[current] = match.group(2).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return "\n".join(description).strip(), params
+
+
+def _is_context_param(annotation: Any) -> bool:
+    return annotation is ToolContext or annotation == "ToolContext"
+
+
+class Tool:
+    """A callable tool: its name, description, argument model and both providers' schemas."""
+
+    def __init__(self, fn: Callable[..., Any], name: str | None = None, description: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
+            raise ToolDefinitionError(f"Tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'.")
+        doc_description, param_docs = parse_docstring(fn.__doc__ or "")
+        self.description = description or doc_description
+        if not self.description:
+            raise ToolDefinitionError(f"Tool {self.name!r} needs a docstring that says what it does.")
+        try:
+            hints = typing.get_type_hints(fn)
+        except Exception as exc:  # noqa: BLE001 - any failure here is a definition error
+            raise ToolDefinitionError(f"Tool {self.name!r}: cannot resolve type hints ({exc}).") from exc
+        self.context_param: str | None = None
+        fields: dict[str, Any] = {}
+        for pname, param in inspect.signature(fn).parameters.items():
+            annotation = hints.get(pname, param.annotation)
+            if _is_context_param(annotation):
+                self.context_param = pname
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolDefinitionError(f"Tool {self.name!r}: *args and **kwargs are not supported.")
+            if annotation is inspect.Parameter.empty:
+                raise ToolDefinitionError(f"Tool {self.name!r}: parameter {pname!r} needs a type hint.")
+            doc = param_docs.get(pname)
+            if not doc:
+                raise ToolDefinitionError(
+                    f"Tool {self.name!r}: parameter {pname!r} has no description. "
+                    f"Describe it under 'Args:' in the docstring."
+                )
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (annotation, Field(default, description=doc))
+        model_name = "".join(part.capitalize() for part in re.split(r"[_-]", self.name)) + "Args"
+        self.args_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            model_name, __config__=ConfigDict(extra="forbid"), **fields
+        )
+        self.parameters = _clean_schema(self.args_model.model_json_schema())
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The tool in OpenAI Chat Completions `tools` format."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def anthropic_schema(self) -> dict[str, Any]:
+        """The tool in Anthropic Messages `tools` format."""
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's `title` noise so schemas are small and stable."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    cleaned = strip(schema)
+    cleaned.setdefault("properties", {})
+    cleaned["additionalProperties"] = False
+    return cleaned
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
+    """Turn a typed function with a Google-style docstring into a `Tool`.
+
+    Use as `@tool` or `@tool(name="...")`. A parameter typed `ToolContext` receives the agent.
+    """
+    if fn is None:
+        return lambda f: Tool(f, name=name, description=description)
+    return Tool(fn, name=name, description=description)

@@ -1,0 +1,122 @@
+"""Runs tool calls: validates arguments and turns every failure into a short message for the model."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from agentos.errors import ToolError
+from agentos.messages import ToolCall
+from agentos.tools.decorator import Tool, ToolContext
+
+DEFAULT_OUTPUT_LIMIT = 4000
+ERROR_LIMIT = 1000
+
+
+@dataclass
+class ToolOutcome:
+    """The text the model will see for one call, and whether the call failed."""
+
+    text: str
+    is_error: bool = False
+
+
+def cap_text(text: str, limit: int) -> str:
+    """Cut `text` to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[output truncated: showed {limit:,} of {len(text):,} characters]"
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "missing":
+            parts.append(f"{where}: missing required argument")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"{where}: unknown argument")
+        else:
+            parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class ToolRegistry:
+    """The tools an agent may call, by name."""
+
+    def __init__(self, tools: Iterable[Tool] = (), output_limit: int = DEFAULT_OUTPUT_LIMIT) -> None:
+        self.tools: dict[str, Tool] = {}
+        self.output_limit = output_limit
+        for t in tools:
+            self.add(t)
+
+    def add(self, t: Tool) -> None:
+        if not isinstance(t, Tool):
+            raise TypeError(f"{t!r} is not a tool; decorate it with @tool")
+        self.tools[t.name] = t
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tools
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.tools.values())
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        return [t.openai_schema() for t in self.tools.values()]
+
+    def anthropic_schemas(self) -> list[dict[str, Any]]:
+        return [t.anthropic_schema() for t in self.tools.values()]
+
+    def execute(self, call: ToolCall, context: ToolContext) -> ToolOutcome:
+        """Run one call. Never raises for anything the model did wrong."""
+        t = self.tools.get(call.name)
+        if t is None:
+            available = ", ".join(sorted(self.tools)) or "none"
+            return self._error(f'unknown tool "{call.name}". Available tools: {available}.')
+        raw = call.arguments.strip() or "{}"
+        try:
+            args = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return self._error(
+                f"the arguments for {call.name} are not valid JSON ({exc.msg} at position {exc.pos}). "
+                f"Send one JSON object."
+            )
+        if not isinstance(args, dict):
+            return self._error(
+                f"the arguments for {call.name} must be a JSON object, not {type(args).__name__}."
+            )
+        try:
+            parsed = t.args_model.model_validate(args)
+        except ValidationError as exc:
+            return self._error(f"invalid arguments for {call.name}: {_describe_validation(exc)}.")
+        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        if t.context_param:
+            kwargs[t.context_param] = context
+        try:
+            result = t.fn(**kwargs)
+        except ToolError as exc:
+            return self._error(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a tool bug must not crash the turn
+            return self._error(f"{call.name} failed: {type(exc).__name__}: {exc}")
+        return ToolOutcome(cap_text(_to_text(result), self.output_limit))
+
+    @staticmethod
+    def _error(message: str) -> ToolOutcome:
+        return ToolOutcome(cap_text(f"Error: {message}", ERROR_LIMIT), is_error=True)
+
+
+def _to_text(result: Any) -> str:
+    if result is None:
+        return "OK"
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
