@@ -72,6 +72,19 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return Repl(agent).run()
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+    from agentos.chat import Repl
+    from agentos.errors import AgentNotFoundError
+
+    try:
+        agent = Agent.load(args.name)
+    except AgentNotFoundError:
+        agent = Agent.create(args.name, model="scripted/demo")
+        print(f'Created the offline demo agent "{args.name}". Tell it your name, quit, and come back.')
+    return Repl(agent).run()
+
+
 def cmd_delete(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
 
@@ -123,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("chat", cmd_chat, "chat with an agent in the terminal")
     p.add_argument("name")
+
+    p = add("demo", cmd_demo, "chat with an offline demo agent (no API key needed)")
+    p.add_argument("name", nargs="?", default="demo")
 
     p = add("delete", cmd_delete, "delete an agent and its memory")
     p.add_argument("name")
