@@ -69,7 +69,9 @@ class Store:
 
     def count_messages(self, agent_id: str) -> int:
         with storage_errors("count messages"):
-            return self.db.table("messages").count_rows(f"agent_id = {quote(agent_id)}")
+            handle = self.db.table("messages")
+            handle.checkout_latest()
+            return handle.count_rows(f"agent_id = {quote(agent_id)}")
 
     def memory_edits(self, agent_id: str) -> list[MemoryEdit]:
         rows = self._read("memory_edits", f"agent_id = {quote(agent_id)}", None)
@@ -131,7 +133,9 @@ class Store:
 
     def _read(self, table: str, where: str | None, columns: list[str] | None) -> list[dict[str, Any]]:
         with storage_errors(f"read {table!r}"):
-            query = self.db.table(table).search()
+            handle = self.db.table(table)
+            handle.checkout_latest()  # see what other processes wrote
+            query = handle.search()
             if where:
                 query = query.where(where)
             if columns:
