@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -30,6 +31,7 @@ def open_store(home: str | Path | None = None) -> Store:
     uri = database_uri(Path(home) if home is not None else None)
     if uri not in _stores:
         _stores[uri] = Store(uri)
+        atexit.register(_stores[uri].close)
     return _stores[uri]
 
 
@@ -114,6 +116,7 @@ class Agent:
         state = AgentState(name=name, model=model, blocks=all_blocks, settings=settings)
         agent = cls(state, store, provider, tools)
         agent._commit()
+        store.flush()
         return agent
 
     @classmethod
@@ -226,32 +229,37 @@ class Agent:
         return bool(self._pending or self._pending_edits)
 
     def _commit(self) -> None:
-        """Save the step: new messages, memory edits and state, in one batch per table."""
+        """Hand the step to the store's writer: new messages, memory edits and state.
+
+        The writer owns the rows from here on (it retries failures), so pending is cleared
+        even when the store reports an earlier failed write.
+        """
         self.state.in_context_ids = [m.id for m in self.context]
         self.state.blocks = list(self.memory)
         self.state.last_active_at = utc_now()
         self.state.rev += 1
-        try:
-            self.store.commit_step(
-                name=self.state.name,
-                agent_id=self.state.id,
-                rev=self.state.rev,
-                state_json=self.state.model_dump_json(),
-                messages=self._pending,
-                edits=self._pending_edits,
-            )
-        except Exception:
-            self.state.rev -= 1
-            raise
-        self._pending = []
-        self._pending_edits = []
+        messages, edits = self._pending, self._pending_edits
+        self._pending, self._pending_edits = [], []
+        self.store.commit_step(
+            name=self.state.name,
+            agent_id=self.state.id,
+            rev=self.state.rev,
+            state_json=self.state.model_dump_json(),
+            messages=messages,
+            edits=edits,
+        )
 
     def save(self) -> None:
         """Persist now (the loop does this after every step)."""
         self._commit()
 
-    def close(self) -> None:
-        """Save anything unsaved and let background maintenance finish."""
+    def flush(self) -> None:
+        """Wait until everything this agent did is on disk."""
         if self.has_pending:
             self._commit()
+        self.store.flush()
+
+    def close(self) -> None:
+        """Save anything unsaved and let background maintenance finish."""
+        self.flush()
         self.store.wait_for_maintenance()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from agentos.memory.blocks import MemoryEdit
 from agentos.messages import Message
 from agentos.storage.db import Database, quote, storage_errors
 from agentos.storage.records import edit_row, message_row, row_message
+from agentos.storage.writer import GroupCommitWriter, StepBatch
 
 COMPACT_EVERY_COMMITS = 100
 CLEANUP_OLDER_THAN = timedelta(minutes=2)
@@ -24,8 +24,8 @@ class Store:
 
     def __init__(self, uri: str | Path, storage_options: dict[str, str] | None = None) -> None:
         self.db = Database(uri, storage_options)
-        self._writers = ThreadPoolExecutor(max_workers=3, thread_name_prefix="agentos-write")
         self._maintenance = Maintenance(self)
+        self._writer = GroupCommitWriter(self._write_rows, self._committed)
 
     @property
     def uri(self) -> str:
@@ -48,6 +48,7 @@ class Store:
 
     def delete_agent(self, name: str, agent_id: str) -> None:
         """Remove an agent: its state, messages and memory edits."""
+        self.flush()
         with storage_errors(f"delete agent {name!r}"):
             self.db.table("agents").delete(f"name = {quote(name)}")
             self.db.table("messages").delete(f"agent_id = {quote(agent_id)}")
@@ -68,6 +69,7 @@ class Store:
         return [found[i] for i in ids if i in found]
 
     def count_messages(self, agent_id: str) -> int:
+        self.flush()
         with storage_errors("count messages"):
             handle = self.db.table("messages")
             handle.checkout_latest()
@@ -90,32 +92,37 @@ class Store:
         messages: list[tuple[int, Message]],
         edits: list[MemoryEdit],
     ) -> None:
-        """Write one step: its messages, its memory edits and the agent's new state.
+        """Hand one step to the group-commit writer: its messages, memory edits and the new state.
 
-        The writes go to three tables in parallel, one commit each. A crash between them can
-        only lose the step in flight: loading drops in-context ids whose messages are missing.
+        Returns at once; `flush()` waits until it is on disk. Raises a StorageError left by a
+        failed earlier write (those rows stay queued and are retried). Each table gets one
+        commit per group; a crash between tables loses only the step in flight, because
+        loading drops in-context ids whose messages are missing.
         """
-        now = datetime.now(timezone.utc)
-        jobs = [
-            self._writers.submit(
-                self.db.add,
-                "agents",
-                [{"name": name, "agent_id": agent_id, "rev": rev, "updated_at": now, "state": state_json}],
-            )
-        ]
-        if messages:
-            rows = [message_row(agent_id, seq, m) for seq, m in messages]
-            jobs.append(self._writers.submit(self.db.add, "messages", rows))
-        if edits:
-            jobs.append(self._writers.submit(self.db.add, "memory_edits", [edit_row(agent_id, e) for e in edits]))
-        errors = [job.exception() for job in jobs]
-        for error in errors:
-            if error is not None:
-                raise error
-        self._maintenance.committed(["agents", "messages", "memory_edits"][: len(jobs)], name, rev)
+        state_row = {"name": name, "agent_id": agent_id, "rev": rev,
+                     "updated_at": datetime.now(timezone.utc), "state": state_json}
+        self._writer.submit(StepBatch(
+            state_row=state_row,
+            message_rows=[message_row(agent_id, seq, m) for seq, m in messages],
+            edit_rows=[edit_row(agent_id, e) for e in edits],
+        ))
+
+    def flush(self) -> None:
+        """Wait until every submitted step is written."""
+        self._writer.flush()
+
+    def _write_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
+        self.db.add(table, rows)
+
+    def _committed(self, tables: list[str], batches: list[StepBatch]) -> None:
+        for batch in batches:
+            if batch.state_row is not None:
+                self._maintenance.note_state(batch.state_row["name"], batch.state_row["rev"])
+        self._maintenance.committed(tables)
 
     def add_messages(self, agent_id: str, messages: list[tuple[int, Message]]) -> None:
         """Bulk-append messages (imports, benchmarks) in one commit."""
+        self.flush()
         self.db.add("messages", [message_row(agent_id, seq, m) for seq, m in messages])
 
     def wait_for_maintenance(self) -> None:
@@ -124,14 +131,16 @@ class Store:
 
     def compact(self) -> None:
         """Compact every table and prune old versions now."""
+        self.flush()
         self._maintenance.run_now()
 
     def close(self) -> None:
-        """Wait for background maintenance and release threads."""
+        """Write everything queued, wait for background maintenance and stop the writer."""
+        self._writer.close()
         self._maintenance.wait()
-        self._writers.shutdown(wait=True)
 
     def _read(self, table: str, where: str | None, columns: list[str] | None) -> list[dict[str, Any]]:
+        self.flush()  # read your own writes
         with storage_errors(f"read {table!r}"):
             handle = self.db.table(table)
             handle.checkout_latest()  # see what other processes wrote
@@ -159,10 +168,13 @@ class Maintenance:
         self.runs = 0
         self.last_error: str | None = None
 
-    def committed(self, tables: list[str], name: str, rev: int) -> None:
+    def note_state(self, name: str, rev: int) -> None:
+        """Remember the newest state revision of an agent, so older ones can be pruned."""
+        self._stale_states[name] = rev
+
+    def committed(self, tables: list[str]) -> None:
         for table in tables:
             self.commits[table] = self.commits.get(table, 0) + 1
-        self._stale_states[name] = rev
         due = [t for t, n in self.commits.items() if n >= self.every]
         if due and (self._thread is None or not self._thread.is_alive()):
             for t in due:

@@ -1,0 +1,164 @@
+"""Group commit: step writes are queued and written by one background thread, merged when they pile up.
+
+A LanceDB commit costs a few milliseconds whatever its size, so the turn loop hands each step
+to this writer and goes on; steps that queue up while a commit runs go out together in the
+next one. Nothing is dropped on failure: the batch stays queued and the error is raised to
+the next caller of `submit` or `flush`, which also retries it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from typing import Any, Callable
+
+from agentos.errors import StorageError
+
+
+@dataclass
+class StepBatch:
+    """The rows one step writes: its messages and memory edits, and the agent's new state row."""
+
+    state_row: dict[str, Any] | None
+    message_rows: list[dict[str, Any]] = field(default_factory=list)
+    edit_rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def merge(batches: list[StepBatch]) -> dict[str, list[dict[str, Any]]]:
+    """Rows per table for a group of steps; only the newest state row of each agent is kept."""
+    latest: dict[str, dict[str, Any]] = {}
+    for batch in batches:
+        if batch.state_row is not None:
+            latest[batch.state_row["agent_id"]] = batch.state_row
+    return {
+        "agents": list(latest.values()),
+        "messages": [row for b in batches for row in b.message_rows],
+        "memory_edits": [row for b in batches for row in b.edit_rows],
+    }
+
+
+class GroupCommitWriter:
+    """One writer thread per store; `write(table, rows)` commits rows to one table."""
+
+    def __init__(self, write: Callable[[str, list[dict[str, Any]]], None],
+                 on_commit: Callable[[list[str], list[StepBatch]], None]) -> None:
+        self._write = write
+        self._on_commit = on_commit
+        self._queue: list[StepBatch] = []
+        self._in_flight: list[StepBatch] = []
+        self._error: BaseException | None = None
+        self._retry = False
+        self._attempts = 0
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="agentos-writer", daemon=True)
+        self._closed = False
+        self.commits = 0
+        self._thread.start()
+
+    def submit(self, batch: StepBatch) -> None:
+        """Queue a step. If earlier writes are failing, ask for a retry and raise their error.
+
+        The step is queued either way: nothing is dropped.
+        """
+        with self._cond:
+            self._queue.append(batch)
+            error = self._error
+            if error is not None:
+                self._retry = True
+            self._cond.notify_all()
+        if error is not None:
+            raise _as_storage_error(error)
+
+    def flush(self) -> None:
+        """Wait until every queued step is written; after a failure, retry once and raise if it fails again."""
+        with self._cond:
+            if self._error is not None:
+                self._retry = True
+                self._cond.notify_all()
+                attempt = self._attempts
+                while self._attempts == attempt:
+                    self._cond.wait()
+            while (self._queue or self._in_flight) and self._error is None:
+                self._cond.wait()
+            error = self._error
+        if error is not None:
+            raise _as_storage_error(error)
+
+    @property
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._queue) + len(self._in_flight)
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            self._thread.join(timeout=5)
+
+    def _write_tables(self, tables: list[str], rows: dict[str, list[dict[str, Any]]]) -> dict[str, BaseException]:
+        """Write each table's rows, the tables in parallel; return the failures by table."""
+        failed: dict[str, BaseException] = {}
+
+        def write(table: str) -> None:
+            try:
+                self._write(table, rows[table])
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller of flush/submit
+                failed[table] = exc
+
+        # Plain threads, not an executor: this must keep working while the interpreter exits.
+        helpers = [threading.Thread(target=write, args=(t,), daemon=True) for t in tables[1:]]
+        for helper in helpers:
+            helper.start()
+        if tables:
+            write(tables[0])
+        for helper in helpers:
+            helper.join()
+        return failed
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while (not self._queue or (self._error is not None and not self._retry)) and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                self._retry = False
+                self._in_flight, self._queue = self._queue, []
+            batches = self._in_flight
+            rows = merge(batches)
+            tables = [table for table, table_rows in rows.items() if table_rows]
+            failed = self._write_tables(tables, rows)
+            with self._cond:
+                self._in_flight = []
+                self._attempts += 1
+                if failed:
+                    # Retry only the tables that failed, so no row is written twice.
+                    residual = StepBatch(
+                        state_row=rows["agents"][-1] if "agents" in failed else None,
+                        message_rows=rows["messages"] if "messages" in failed else [],
+                        edit_rows=rows["memory_edits"] if "memory_edits" in failed else [],
+                    )
+                    extra_states = [StepBatch(state_row=r) for r in rows["agents"][:-1]] if "agents" in failed else []
+                    self._queue = extra_states + [residual] + self._queue
+                    self._error = next(iter(failed.values()))
+                else:
+                    self._error = None
+                    self.commits += 1
+                self._cond.notify_all()
+            if not failed:
+                try:
+                    self._on_commit(tables, batches)
+                except Exception:  # noqa: BLE001 - maintenance scheduling must not stop the writer
+                    pass
+
+
+def _as_storage_error(error: BaseException) -> StorageError:
+    if isinstance(error, StorageError):
+        return error
+    return StorageError(f"could not save: {error}")
+
+

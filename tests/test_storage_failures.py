@@ -1,0 +1,64 @@
+"""A failing disk loses nothing: the error is reported clearly and the rows are written once it recovers."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from agentos import Agent
+from agentos.errors import StorageError
+from agentos.providers import ScriptedProvider
+
+
+@pytest.fixture
+def full_disk(monkeypatch: pytest.MonkeyPatch):
+    """Make LanceDB's table writes fail as a full disk would, while state["full"] is true."""
+    from lancedb.table import LanceTable
+
+    real_add = LanceTable.add
+    state = {"full": False}
+
+    def add(self, data, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if state["full"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_add(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(LanceTable, "add", add)
+    return state
+
+
+def test_full_disk_is_reported_and_nothing_is_lost(full_disk) -> None:
+    provider = ScriptedProvider(["one", "two", "three", "four"])
+    agent = Agent.create("sam", provider=provider)
+    list(agent.turn("first"))
+    agent.flush()
+
+    full_disk["full"] = True
+    events = list(agent.turn("second"))  # handed to the writer, which fails in the background
+    assert events[-1].type == "turn_finished"
+    with pytest.raises(StorageError) as err:
+        agent.flush()
+    assert "the disk is full. Free some space and try again." in str(err.value)
+
+    events = list(agent.turn("third"))  # the failure surfaces at the next save, as a clear turn failure
+    assert events[-1].type == "turn_failed"
+    assert "the disk is full" in events[-1].error
+
+    full_disk["full"] = False
+    agent.flush()  # retried: everything queued is written now, once
+    reloaded = Agent.load("sam", provider=ScriptedProvider(["five"]))
+    assert [m.content for m in reloaded.context] == ["first", "one", "second", "two", "third", "three"]
+    assert reloaded.store.count_messages(reloaded.id) == 6
+    assert list(reloaded.turn("fourth"))[-1].type == "turn_finished"
+
+
+def test_group_commit_writes_every_step_of_a_burst() -> None:
+    agent = Agent.create("sam", provider=ScriptedProvider(["ok"] * 50))
+    for i in range(50):
+        list(agent.turn(f"m{i}"))
+    agent.flush()
+    assert agent.store.count_messages(agent.id) == 100
+    reloaded = Agent.load("sam", provider=ScriptedProvider([]))
+    assert reloaded.state.rev == agent.state.rev
+    assert [m.content for m in reloaded.context][-2:] == ["m49", "ok"]
