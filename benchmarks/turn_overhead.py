@@ -1,7 +1,11 @@
 """The runtime's own cost per turn, measured with the scripted provider (which answers instantly).
 
 Cases: a plain reply, and a reply after one core memory tool call, with 0, 1,000 and 10,000
-messages already in the agent's recall history. Prints median and p95 in milliseconds.
+messages already in the agent's recall history. Prints median and p95 in milliseconds, twice:
+
+- turn: until the turn's last event. Steps are handed to the store's group-commit writer,
+  which writes them to LanceDB in the background (merging steps that queue up);
+- durable: the turn plus `agent.flush()`, i.e. until every row of the turn is on disk.
 
     python benchmarks/turn_overhead.py [--turns 200]
 """
@@ -52,9 +56,9 @@ def seed_history(agent: Agent, count: int) -> None:
     agent.save()
 
 
-def measure(case: str, history: int, turns: int) -> tuple[float, float]:
+def measure(case: str, history: int, turns: int, durable: bool) -> tuple[float, float]:
     script = plain if case == "plain reply" else memory_tool
-    name = f"bench-{case.split()[0]}-{history}"
+    name = f"bench-{case.split()[0]}-{history}-{int(durable)}"
     agent = Agent.create(name, provider=ScriptedProvider(script), human="Name: Ada\nmood: calm")
     seed_history(agent, history)
     for i in range(10):  # warm up
@@ -63,6 +67,8 @@ def measure(case: str, history: int, turns: int) -> tuple[float, float]:
     for i in range(turns):
         start = time.perf_counter()
         events = list(agent.turn(f"message {i}"))
+        if durable:
+            agent.flush()
         times.append((time.perf_counter() - start) * 1000)
         assert events[-1].type == "turn_finished", events[-1]
         if len(agent.context) > IN_CONTEXT + 8:  # stand-in for the pager: keep the context bounded
@@ -78,11 +84,14 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["AGENTOS_HOME"] = tempfile.mkdtemp(prefix="agentos-bench-")
     print(f"turn overhead, scripted provider, {args.turns} turns per case, {os.cpu_count()} CPUs")
-    print(f"{'case':<22}{'history':>9}{'median ms':>12}{'p95 ms':>10}")
+    print(f"{'':<31}{'turn':^22}{'durable':^22}")
+    print(f"{'case':<22}{'history':>9}{'median ms':>11}{'p95 ms':>11}{'median ms':>11}{'p95 ms':>11}")
     for case in ("plain reply", "memory tool call"):
         for history in (0, 1_000, 10_000):
-            median, p95 = measure(case, history, args.turns)
-            print(f"{case:<22}{history:>9,}{median:>12.2f}{p95:>10.2f}", flush=True)
+            turn = measure(case, history, args.turns, durable=False)
+            durable = measure(case, history, args.turns, durable=True)
+            print(f"{case:<22}{history:>9,}{turn[0]:>11.2f}{turn[1]:>11.2f}{durable[0]:>11.2f}{durable[1]:>11.2f}",
+                  flush=True)
 
 
 if __name__ == "__main__":
