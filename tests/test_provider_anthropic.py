@@ -270,3 +270,13 @@ def test_agent_survives_malformed_json_refusal_and_empty_reply() -> None:
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[1]["content"] == [{"type": "tool_use", "id": "toolu_1", "name": "core_memory_append", "input": {}}]
     assert messages[2]["content"][0]["is_error"] is True and messages[2]["content"][-1]["text"] == "hello?"
+
+
+def test_spend_limit_429_is_not_retried() -> None:
+    body = {"type": "error", "error": {"type": "rate_limit_error", "message": "Spend limit reached",
+                                       "details": {"error_code": "enforced_spend_limit_reached"}}}
+    api = MockAPI(httpx2.Response(429, json=body))
+    provider, sleeps = make(api)
+    with pytest.raises(Exception) as info:
+        list(provider.stream(request()))
+    assert not isinstance(info.value, RateLimitError) and "billing" in str(info.value) and sleeps == []

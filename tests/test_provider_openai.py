@@ -313,3 +313,25 @@ def test_provider_failure_ends_the_turn_cleanly() -> None:
     agent = Agent.create("oa3", provider=provider)
     events = list(agent.turn("hi"))
     assert isinstance(events[-1], TurnFailed) and events[-1].kind == "AuthenticationError"
+
+
+def test_closing_the_turn_closes_the_http_response_and_keeps_the_agent_consistent() -> None:
+    body = ChunkStream([], forever=oa_event(oa_delta({"content": "x"})))
+    api = MockAPI(sse_response(body), sse_response(oa_text_reply("after")))
+    provider, _ = make(api)
+    agent = Agent.create("oa4", provider=provider)
+    turn = agent.turn("talk forever")
+    for _ in range(3):
+        next(turn)
+    turn.close()  # Ctrl-C in the REPL
+    assert body.closed
+    events = list(agent.turn("again"))
+    assert isinstance(events[-1], TurnFinished) and events[-1].reply.content == "after"
+
+
+def test_usage_only_chunk_with_null_choices() -> None:
+    """vLLM ends with a usage chunk whose `choices` is null."""
+    body = oa_sse(oa_delta({"content": "ok"}), oa_delta({}, "stop"),
+                  {"choices": None, "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
+    result = complete(make(MockAPI(sse_response(body)), family="vllm", model="m")[0], request())
+    assert (result.text, result.usage.input_tokens, result.usage.cache_read_tokens) == ("ok", 9, 0)

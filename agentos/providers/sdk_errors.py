@@ -54,7 +54,7 @@ def _details(exc: Any) -> tuple[int | None, str, str, str]:
     if status == 200:  # Anthropic: an error event inside a 200 stream
         status = None
     kind = str(getattr(exc, "type", None) or "")
-    code = str(getattr(exc, "code", None) or "")
+    code = str(getattr(exc, "code", None) or getattr(exc, "error_code", None) or "")
     message = getattr(exc, "api_message", None) or getattr(exc, "message", None) or str(exc)
     return status, kind, code, str(message)
 
@@ -78,7 +78,8 @@ def map_status_error(exc: Any, ctx: ErrorContext) -> ProviderError:
         hint = f" Download it with: ollama pull {ctx.model}" if ctx.family == "ollama" else ""
         return ProviderError(f'{ctx.label} does not know the model "{ctx.model}" (404); check the model spec.{hint} ({said})')
     if status == 429:
-        if code == "insufficient_quota" or kind == "insufficient_quota":
+        # Not retried: OpenAI's insufficient_quota and Anthropic's *_spend_limit_reached last for days.
+        if "insufficient_quota" in (code, kind) or code.endswith("spend_limit_reached"):
             return ProviderError(f"{ctx.label}: the account is out of quota; check its plan and billing. ({said})")
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
