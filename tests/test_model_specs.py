@@ -138,10 +138,19 @@ def test_keys_never_reach_agent_state(allow_real_providers: None, monkeypatch: p
 
 
 def test_cli_help_imports_no_sdk_and_is_fast() -> None:
-    code = ("import sys, time; t = time.perf_counter(); import agentos.cli, agentos.providers.registry; "
+    code = ("import sys, time; t = time.perf_counter(); import agentos.cli; "
             "from agentos.cli import build_parser; build_parser().format_help(); "
-            "print(time.perf_counter() - t); import agentos.agent.agent; "
+            "print(time.perf_counter() - t); import agentos.agent.agent, agentos.providers.registry; "
             "print('openai' in sys.modules or 'anthropic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[-1] == "False"  # importing the CLI, the agent and the registry loads no SDK
     assert float(out[-2]) < 0.5
+
+
+def test_an_agent_overrides_the_context_window(allow_real_providers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos.agent.state import AgentSettings
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    agent = Agent.create("small", model="anthropic/claude-sonnet-4-5", settings=AgentSettings(context_window=30_000))
+    assert agent.provider.context_window == 30_000
+    assert Agent.load("small").provider.context_window == 30_000

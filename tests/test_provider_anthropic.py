@@ -280,3 +280,9 @@ def test_spend_limit_429_is_not_retried() -> None:
     with pytest.raises(Exception) as info:
         list(provider.stream(request()))
     assert not isinstance(info.value, RateLimitError) and "billing" in str(info.value) and sleeps == []
+
+
+def test_overloaded_with_retry_after_waits_as_told() -> None:
+    api = MockAPI(an_error(529, "overloaded_error", "Overloaded", {"retry-after": "4"}), sse_response(an_text_reply("ok")))
+    provider, sleeps = make(api)
+    assert complete(provider, request()).text == "ok" and sleeps == [4.0]

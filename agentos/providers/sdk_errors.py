@@ -59,6 +59,10 @@ def _details(exc: Any) -> tuple[int | None, str, str, str]:
     return status, kind, code, str(message)
 
 
+def _retry_after(exc: Any) -> float | None:
+    return retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None))
+
+
 def map_status_error(exc: Any, ctx: ErrorContext) -> ProviderError:
     """Map an API error (an HTTP status or an error event inside a stream)."""
     status, kind, code, message = _details(exc)
@@ -81,15 +85,13 @@ def map_status_error(exc: Any, ctx: ErrorContext) -> ProviderError:
         # Not retried: OpenAI's insufficient_quota and Anthropic's *_spend_limit_reached last for days.
         if "insufficient_quota" in (code, kind) or code.endswith("spend_limit_reached"):
             return ProviderError(f"{ctx.label}: the account is out of quota; check its plan and billing. ({said})")
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-        return RateLimitError(f"{ctx.label} rate limit reached. ({said})", retry_after_seconds(headers))
+        return RateLimitError(f"{ctx.label} rate limit reached. ({said})", _retry_after(exc))
     if code == "context_length_exceeded" or status == 413 or _OVERFLOW.search(message) or _OVERFLOW.search(code):
         return ContextOverflowError(f"the request is longer than {ctx.model}'s context window. ({said})")
     if status == 408 or status == 504 and kind == "timeout_error":
         return ProviderTimeoutError(f"{ctx.label} timed out. ({said})")
     if status is None or status >= 500 or status == 409:
-        return ServerError(f"{ctx.label} failed on its side; try again later. ({said})")
+        return ServerError(f"{ctx.label} failed on its side; try again later. ({said})", _retry_after(exc))
     return ProviderError(f"{ctx.label} rejected the request ({status}). ({said})")
 
 
