@@ -335,3 +335,9 @@ def test_usage_only_chunk_with_null_choices() -> None:
                   {"choices": None, "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
     result = complete(make(MockAPI(sse_response(body)), family="vllm", model="m")[0], request())
     assert (result.text, result.usage.input_tokens, result.usage.cache_read_tokens) == ("ok", 9, 0)
+
+
+def test_a_garbled_stream_is_a_provider_error() -> None:
+    provider, sleeps = make(MockAPI(sse_response(b"data: {not json\n\n")), family="llamacpp", model="m")
+    with pytest.raises(ProviderError, match="cannot read"):
+        list(provider.stream(request()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -119,4 +120,7 @@ def map_sdk_error(exc: BaseException, sdk: Any, ctx: ErrorContext) -> ProviderEr
         return map_transport_error(exc, ctx, timeout=False)
     if isinstance(exc, sdk.APIError):
         return map_status_error(exc, ctx)
+    if isinstance(exc, json.JSONDecodeError):  # a server that streams something other than JSON events
+        where = f" at {ctx.base_url}" if ctx.base_url else ""
+        return ProviderError(f"{ctx.label}{where} sent a stream agentos cannot read (bad JSON: {exc}).")
     return None
