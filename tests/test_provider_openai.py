@@ -341,3 +341,13 @@ def test_a_garbled_stream_is_a_provider_error() -> None:
     provider, sleeps = make(MockAPI(sse_response(b"data: {not json\n\n")), family="llamacpp", model="m")
     with pytest.raises(ProviderError, match="cannot read"):
         list(provider.stream(request()))
+
+
+def test_a_server_reusing_index_zero_for_each_call() -> None:
+    body = oa_sse(oa_delta({"tool_calls": [oa_tool(0, id="call_a", name="get_weather", args='{"city": ')]}),
+                  oa_delta({"tool_calls": [oa_tool(0, args='"Oslo"}')]}),
+                  oa_delta({"tool_calls": [oa_tool(0, id="call_b", name="get_time", args='{"zone": ')]}),
+                  oa_delta({"tool_calls": [oa_tool(0, args='"UTC"}')]}), oa_delta({}, "tool_calls"))
+    calls = complete(make(MockAPI(sse_response(body)))[0], request()).tool_calls
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("call_a", "get_weather", '{"city": "Oslo"}'), ("call_b", "get_time", '{"zone": "UTC"}')]

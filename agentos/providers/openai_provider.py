@@ -73,9 +73,10 @@ class ToolCallAssembler:
 
     def __init__(self) -> None:
         self.slots: dict[int, _Slot] = {}
+        self._alias: dict[int, int] = {}  # wire index -> slot, when a server reuses an index for a new call
 
     def add(self, fragment: Any) -> None:
-        slot = self.slots.setdefault(self._index(fragment), _Slot())
+        slot = self.slots.setdefault(self._slot_key(fragment), _Slot())
         if fragment.id:
             slot.id = fragment.id
         function = fragment.function
@@ -85,16 +86,18 @@ class ToolCallAssembler:
             if function.arguments:
                 slot.arguments += function.arguments
 
-    def _index(self, fragment: Any) -> int:
-        by_id = next((i for i, s in self.slots.items() if fragment.id and s.id == fragment.id), None)
-        if by_id is not None:
-            return by_id
-        index = fragment.index
-        if index is None:
-            return len(self.slots) if fragment.id or not self.slots else max(self.slots)
-        if fragment.id and index in self.slots and self.slots[index].id:  # a new call reusing an index
-            return max(self.slots) + 1
-        return index
+    def _slot_key(self, fragment: Any) -> int:
+        if fragment.id:
+            known = next((key for key, s in self.slots.items() if s.id == fragment.id), None)
+            if known is not None:
+                return known
+        following = max(self.slots) + 1 if self.slots else 0
+        if fragment.index is None:  # no index: a new id starts a call, anything else continues the last
+            return following if fragment.id or not self.slots else following - 1
+        key = self._alias.get(fragment.index, fragment.index)
+        if fragment.id and key in self.slots and self.slots[key].id:
+            key = self._alias[fragment.index] = following
+        return key
 
     def calls(self) -> list[ToolCall]:
         return [

@@ -86,7 +86,9 @@ def map_status_error(exc: Any, ctx: ErrorContext) -> ProviderError:
         # Not retried: OpenAI's insufficient_quota and Anthropic's *_spend_limit_reached last for days.
         if "insufficient_quota" in (code, kind) or code.endswith("spend_limit_reached"):
             return ProviderError(f"{ctx.label}: the account is out of quota; check its plan and billing. ({said})")
-        return RateLimitError(f"{ctx.label} rate limit reached. ({said})", _retry_after(exc))
+        wait = _retry_after(exc)
+        when = f" Try again in {wait:.0f} s." if wait else ""
+        return RateLimitError(f"{ctx.label} rate limit reached.{when} ({said})", wait)
     if code == "context_length_exceeded" or status == 413 or _OVERFLOW.search(message) or _OVERFLOW.search(code):
         return ContextOverflowError(f"the request is longer than {ctx.model}'s context window. ({said})")
     if status == 408 or status == 504 and kind == "timeout_error":
