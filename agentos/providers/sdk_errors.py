@@ -89,7 +89,8 @@ def map_status_error(exc: Any, ctx: ErrorContext) -> ProviderError:
         wait = _retry_after(exc)
         when = f" Try again in {wait:.0f} s." if wait else ""
         return RateLimitError(f"{ctx.label} rate limit reached.{when} ({said})", wait)
-    if code == "context_length_exceeded" or status == 413 or _OVERFLOW.search(message) or _OVERFLOW.search(code):
+    overflow = code == "context_length_exceeded" or _OVERFLOW.search(message) or _OVERFLOW.search(code)
+    if status == 413 or overflow and status in (None, 400, 422):
         return ContextOverflowError(f"the request is longer than {ctx.model}'s context window. ({said})")
     if status == 408 or status == 504 and kind == "timeout_error":
         return ProviderTimeoutError(f"{ctx.label} timed out. ({said})")
