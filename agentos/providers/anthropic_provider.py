@@ -6,7 +6,6 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from agentos.errors import AuthenticationError
 from agentos.messages import Message, ToolCall, Usage
 from agentos.providers.base import (
     ModelRequest,
@@ -19,7 +18,8 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_errors import ErrorContext, map_sdk_error
+from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key
+from agentos.providers.sdk_errors import ErrorContext
 
 if TYPE_CHECKING:
     import anthropic
@@ -29,8 +29,6 @@ EMPTY_TOOL_RESULT = "(no output)"
 EMPTY_TEXT = "(empty)"
 CONTINUE_TEXT = "(continuing the conversation)"
 DEFAULT_MAX_OUTPUT = 8192
-DEFAULT_TIMEOUT = 300.0
-CONNECT_TIMEOUT = 10.0
 
 _STOP_REASONS = {"end_turn": "end_turn", "stop_sequence": "end_turn", "tool_use": "tool_use",
                  "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal"}
@@ -186,28 +184,14 @@ class AnthropicProvider:
             from agentos.config import configured_base_url
 
             base_url = base_url or configured_base_url("anthropic")
-            client = self._make_client(api_key, base_url, http_client, timeout)
+            import anthropic
+
+            client = anthropic.Anthropic(api_key=resolve_key("anthropic", api_key), base_url=base_url, max_retries=0,
+                                         timeout=timeout or default_timeout(), http_client=http_client)
         self.base_url = base_url
         self._client = client
         server = SERVERS["anthropic"]
         self._errors = ErrorContext(server.label, model, server.key_variable, base_url, "anthropic")
-
-    @staticmethod
-    def _make_client(api_key: str | None, base_url: str | None, http_client: Any, timeout: Any) -> Any:
-        import anthropic
-        import httpx2
-
-        from agentos.config import api_key as configured_key
-
-        key = api_key or configured_key("anthropic", "ANTHROPIC_API_KEY")
-        if not key:
-            raise AuthenticationError(
-                "Anthropic needs an API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=...), "
-                'or add it to the agentos config file under "api_keys". To try agentos without a key: agentos demo'
-            )
-        if timeout is None:
-            timeout = httpx2.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT)
-        return anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(anthropic/{self.model})"
@@ -227,21 +211,11 @@ class AnthropicProvider:
 
     def stream(self, request: ModelRequest) -> Iterator[ProviderEvent]:
         """Stream one call, retrying rate limits and server errors that happen before any output."""
-        params = self.request_params(request)
-        yield from stream_with_retries(lambda: self._attempt(params), self.retry)
-
-    def _attempt(self, params: dict[str, Any]) -> Iterator[ProviderEvent]:
         import anthropic
 
-        response = None
-        try:
-            response = self._client.messages.create(**params)
-            yield from stream_events(response)
-        except Exception as exc:
-            mapped = map_sdk_error(exc, anthropic, self._errors)
-            if mapped is None or mapped is exc:
-                raise
-            raise mapped from exc
-        finally:
-            if response is not None:
-                response.close()  # on GeneratorExit too: Ctrl-C closes the HTTP response at once
+        params = self.request_params(request)
+
+        def attempt() -> Iterator[ProviderEvent]:
+            return guarded_stream(lambda: self._client.messages.create(**params), stream_events, anthropic, self._errors)
+
+        yield from stream_with_retries(attempt, self.retry)

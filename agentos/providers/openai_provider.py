@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from agentos.errors import AuthenticationError, ConfigError
+from agentos.errors import ConfigError
 from agentos.messages import ToolCall, Usage, new_id
 from agentos.providers.base import (
     ModelRequest,
@@ -18,14 +18,13 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_errors import ErrorContext, map_sdk_error
+from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key
+from agentos.providers.sdk_errors import ErrorContext
 
 if TYPE_CHECKING:
     import openai
 
 EMPTY_TOOL_RESULT = "(no output)"
-DEFAULT_TIMEOUT = 300.0  # seconds; between streamed chunks once connected
-CONNECT_TIMEOUT = 10.0
 
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal",
                  "tool_calls": "tool_use", "function_call": "tool_use"}
@@ -193,31 +192,13 @@ class OpenAIProvider:
                     f"openai-compatible/{model} needs the server's address: use the spec "
                     f"openai-compatible/{model}@http://HOST:PORT/v1, or set base_urls in the agentos config file."
                 )
-            client = self._make_client(family, api_key, base_url, http_client, timeout)
+            import openai
+
+            client = openai.OpenAI(api_key=resolve_key(family, api_key), base_url=base_url, max_retries=0,
+                                   timeout=timeout or default_timeout(), http_client=http_client)
         self.base_url = base_url
         self._client = client
         self._errors = ErrorContext(server.label, model, server.key_variable, base_url, family)
-
-    @staticmethod
-    def _make_client(family: str, api_key: str | None, base_url: str | None, http_client: Any, timeout: Any) -> Any:
-        import httpx2
-        import openai
-
-        from agentos.config import api_key as configured_key
-
-        server = SERVERS[family]
-        key = api_key or configured_key(family, server.key_variable)
-        if not key:
-            if server.key_required:
-                raise AuthenticationError(
-                    f"{server.label} needs an API key: set {server.key_variable} (export {server.key_variable}=...), "
-                    f'or add it to the agentos config file under "api_keys". '
-                    f"To try agentos without a key: agentos demo"
-                )
-            key = "not-needed"  # local servers ignore it; the SDK insists on one
-        if timeout is None:
-            timeout = httpx2.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT)
-        return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider({self.name}/{self.model}, base_url={self.base_url!r})"
@@ -239,21 +220,11 @@ class OpenAIProvider:
 
     def stream(self, request: ModelRequest) -> Iterator[ProviderEvent]:
         """Stream one call, retrying rate limits and server errors that happen before any output."""
-        params = self.request_params(request)
-        yield from stream_with_retries(lambda: self._attempt(params), self.retry)
-
-    def _attempt(self, params: dict[str, Any]) -> Iterator[ProviderEvent]:
         import openai
 
-        response = None
-        try:
-            response = self._client.chat.completions.create(**params)
-            yield from stream_events(response)
-        except Exception as exc:
-            mapped = map_sdk_error(exc, openai, self._errors)
-            if mapped is None or mapped is exc:
-                raise
-            raise mapped from exc
-        finally:
-            if response is not None:
-                response.close()  # on GeneratorExit too: Ctrl-C closes the HTTP response at once
+        params = self.request_params(request)
+
+        def attempt() -> Iterator[ProviderEvent]:
+            return guarded_stream(lambda: self._client.chat.completions.create(**params), stream_events, openai, self._errors)
+
+        yield from stream_with_retries(attempt, self.retry)
