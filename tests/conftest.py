@@ -13,7 +13,9 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 # Keys are taken out of the environment so no test can reach a real API by accident; only the
 # live smoke tests (tests/test_provider_live.py) get them back, through the `live_key` fixture.
 LIVE_KEYS = {key: os.environ.pop(key) for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if os.environ.get(key)}
-os.environ.pop("AGENTOS_MODEL", None)
+for key in ("AGENTOS_MODEL", "OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY", "VLLM_API_KEY", "LLAMACPP_API_KEY",
+            "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+    os.environ.pop(key, None)
 
 
 @pytest.fixture(autouse=True)
