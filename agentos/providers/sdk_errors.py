@@ -25,6 +25,8 @@ _OVERFLOW = re.compile(
     r"context size|too many tokens|request_too_large|reduce the length",
     re.IGNORECASE,
 )
+# 429s that waiting will not fix (OpenAI quota/credit codes; Anthropic's *_spend_limit_reached): not retried.
+_BILLING = {"insufficient_quota", "credit_balance_exhausted", "billing_hard_limit_reached"}
 _TYPE_TO_STATUS = {
     "authentication_error": 401,
     "permission_error": 403,
@@ -83,8 +85,7 @@ def map_status_error(exc: Any, ctx: ErrorContext) -> ProviderError:
         hint = f" Download it with: ollama pull {ctx.model}" if ctx.family == "ollama" else ""
         return ProviderError(f'{ctx.label} does not know the model "{ctx.model}" (404); check the model spec.{hint} ({said})')
     if status == 429:
-        # Not retried: OpenAI's insufficient_quota and Anthropic's *_spend_limit_reached last for days.
-        if "insufficient_quota" in (code, kind) or code.endswith("spend_limit_reached"):
+        if code in _BILLING or kind in _BILLING or code.endswith("spend_limit_reached"):
             return ProviderError(f"{ctx.label}: the account is out of quota; check its plan and billing. ({said})")
         wait = _retry_after(exc)
         when = f" Try again in {wait:.0f} s." if wait else ""
