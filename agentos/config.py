@@ -48,10 +48,31 @@ def load_config(home: Path | None = None) -> dict[str, Any]:
 
 
 NO_MODEL_HELP = (
-    "no model is configured. Set AGENTOS_MODEL (for example openai/gpt-4.1-mini or "
-    "anthropic/claude-sonnet-4-5), or set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --model. "
-    "To try agentos offline, use the demo model: agentos new NAME --model scripted/demo"
+    "no model is configured. Pick one of:\n"
+    "  - set AGENTOS_MODEL, e.g. openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5 or ollama/llama3.1;\n"
+    "  - set OPENAI_API_KEY or ANTHROPIC_API_KEY (the default model then follows the key);\n"
+    "  - put \"model\" (and \"api_keys\") in the config file, $AGENTOS_HOME/config.json;\n"
+    "  - pass --model to agentos new.\n"
+    "To try agentos offline, with no key: agentos demo (or agentos new NAME --model scripted/demo)"
 )
+
+
+def api_key(family: str, variable: str | None, home: Path | None = None) -> str | None:
+    """An API key: the environment variable first, else `api_keys` (by family or variable) in the config file."""
+    if variable and os.environ.get(variable):
+        return os.environ[variable]
+    keys = load_config(home).get("api_keys") or {}
+    if not isinstance(keys, dict):
+        raise ConfigError(f'"api_keys" in {config_path(home)} must be an object like {{"openai": "sk-..."}}.')
+    value = keys.get(family) or (keys.get(variable) if variable else None)
+    return str(value) if value else None
+
+
+def configured_base_url(family: str, home: Path | None = None) -> str | None:
+    """A server address for a model family from `base_urls` in the config file, if any."""
+    urls = load_config(home).get("base_urls") or {}
+    value = urls.get(family) if isinstance(urls, dict) else None
+    return str(value).rstrip("/") if value else None
 
 
 def default_model(home: Path | None = None) -> str:
@@ -61,8 +82,8 @@ def default_model(home: Path | None = None) -> str:
         return str(configured)
     if os.environ.get(MODEL_VARIABLE):
         return os.environ[MODEL_VARIABLE]
-    if os.environ.get("OPENAI_API_KEY"):
+    if api_key("openai", "OPENAI_API_KEY", home):
         return "openai/gpt-4.1-mini"
-    if os.environ.get("ANTHROPIC_API_KEY"):
+    if api_key("anthropic", "ANTHROPIC_API_KEY", home):
         return "anthropic/claude-sonnet-4-5"
     raise ConfigError(NO_MODEL_HELP)

@@ -56,7 +56,11 @@ class RateLimitError(ProviderError):
 
 
 class ServerError(ProviderError):
-    """The provider failed on its side (5xx) or was unreachable."""
+    """The provider failed on its side (5xx) or was unreachable; `retry_after` is in seconds when it said."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ProviderTimeoutError(ProviderError):

@@ -103,7 +103,7 @@ class Agent:
             from agentos.config import default_model
 
             model = model or default_model(Path(home) if home else None)
-            provider = resolve_model(model)
+            provider = resolve_model(model, context_window=settings.context_window)
         model = model or f"{provider.name}/{provider.model}"
         all_blocks = [
             Block(label="persona", value=persona if persona is not None else prompts.default_block("persona"),

@@ -1,20 +1,26 @@
-"""Model specs ("openai/gpt-4.1-mini", "scripted/demo", ...) resolved to providers."""
+"""Model specs ("openai/gpt-4.1-mini", "anthropic/claude-sonnet-4-5", "ollama/llama3.1", ...) resolved to providers.
+
+The SDKs are imported only here, inside `resolve_model`, so importing agentos stays fast.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentos.errors import ConfigError
 from agentos.providers.base import Provider
+from agentos.providers.models import parse_spec
 
 
-def resolve_model(spec: str, *, context_window: int | None = None) -> Provider:
-    """Build the provider for a model spec `family/model`."""
-    family, _, model = spec.partition("/")
-    if not model:
-        raise ConfigError(
-            f'model spec "{spec}" must look like family/model, for example openai/gpt-4.1-mini or scripted/demo.'
-        )
-    if family == "scripted":
-        if model == "demo":
+def resolve_model(spec: str, *, context_window: int | None = None, **options: Any) -> Provider:
+    """Build the provider for a model spec `family/model[@base_url]`.
+
+    `context_window` overrides the model family's known window; `options` go to the provider
+    (api_key, http_client, retry, timeout, info, ...).
+    """
+    parsed = parse_spec(spec)
+    if parsed.family == "scripted":
+        if parsed.model == "demo":
             from agentos.providers.demo import demo_provider
 
             provider = demo_provider()
@@ -25,4 +31,12 @@ def resolve_model(spec: str, *, context_window: int | None = None) -> Provider:
             f'"{spec}" is a scripted model; its script lives in code. Load the agent with '
             f"provider=ScriptedProvider(...), or use scripted/demo."
         )
-    raise ConfigError(f'unknown model family "{family}" in "{spec}". Known families: scripted.')
+    if parsed.server.api == "anthropic":
+        from agentos.providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(parsed.model, base_url=parsed.base_url, context_window=context_window, **options)
+    from agentos.providers.openai_provider import OpenAIProvider
+
+    return OpenAIProvider(
+        parsed.model, family=parsed.family, base_url=parsed.base_url, context_window=context_window, **options
+    )

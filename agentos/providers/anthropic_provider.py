@@ -1,0 +1,221 @@
+"""Anthropic Messages (streaming), with prompt-cache breakpoints on the tools and the static system prompt."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from agentos.messages import Message, ToolCall, Usage
+from agentos.providers.base import (
+    ModelRequest,
+    ProviderEvent,
+    StreamDone,
+    StreamText,
+    StreamToolCall,
+    StreamUsage,
+    ensure_real_provider_allowed,
+)
+from agentos.providers.models import SERVERS, ModelInfo, model_info
+from agentos.providers.retry import RetryPolicy, stream_with_retries
+from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key
+from agentos.providers.sdk_errors import ErrorContext
+
+if TYPE_CHECKING:
+    import anthropic
+
+CACHE = {"type": "ephemeral"}
+EMPTY_TOOL_RESULT = "(no output)"
+EMPTY_TEXT = "(empty)"
+CONTINUE_TEXT = "(continuing the conversation)"
+DEFAULT_MAX_OUTPUT = 8192
+
+_STOP_REASONS = {"end_turn": "end_turn", "stop_sequence": "end_turn", "tool_use": "tool_use",
+                 "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal"}
+_BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _tool_id(call_id: str | None) -> str:
+    """Anthropic accepts tool ids of letters, digits, '_' and '-' only (ids from other providers may differ)."""
+    return _BAD_ID_CHARS.sub("_", call_id or "") or "call"
+
+
+def _tool_input(call: ToolCall) -> dict[str, Any]:
+    """The call's arguments as an object; malformed JSON (already answered with a tool error) becomes {}."""
+    try:
+        value = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    if m.role == "assistant":
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content.strip() else []
+        blocks += [{"type": "tool_use", "id": _tool_id(c.id), "name": c.name, "input": _tool_input(c)} for c in m.tool_calls]
+        return blocks
+    if m.role == "tool":
+        return [{"type": "tool_result", "tool_use_id": _tool_id(m.tool_call_id),
+                 "content": m.content or EMPTY_TOOL_RESULT, "is_error": m.is_error}]
+    text = m.content if m.content.strip() else EMPTY_TEXT
+    return [{"type": "text", "text": f"[system] {text}" if m.role == "system" else text}]
+
+
+def to_anthropic_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Canonical messages as alternating user/assistant turns of content blocks.
+
+    Tool results and mid-conversation system notes travel as user turns; consecutive same-role
+    turns are merged; empty assistant replies are dropped (the API rejects empty content); the
+    first turn is a user turn.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = "assistant" if m.role == "assistant" else "user"
+        blocks = _blocks(m)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    if out and out[0]["role"] != "user":
+        out.insert(0, {"role": "user", "content": [{"type": "text", "text": CONTINUE_TEXT}]})
+    for turn in out:  # tool results must open a user turn
+        if turn["role"] == "user":
+            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
+    return out
+
+
+def system_blocks(request: ModelRequest) -> list[dict[str, Any]]:
+    """The system prompt: the byte-stable static part (a cache breakpoint), then the dynamic part."""
+    blocks = []
+    if request.system_static.strip():
+        blocks.append({"type": "text", "text": request.system_static, "cache_control": CACHE})
+    if request.system_dynamic.strip():
+        blocks.append({"type": "text", "text": request.system_dynamic})
+    return blocks
+
+
+def tool_schemas(tools: list[Any]) -> list[dict[str, Any]]:
+    """The tools, with a cache breakpoint on the last one so the whole list is cached."""
+    schemas = [dict(t.anthropic_schema()) for t in tools]
+    if schemas:
+        schemas[-1]["cache_control"] = CACHE
+    return schemas
+
+
+def _usage(raw: Any, into: dict[str, int]) -> None:
+    for field, key in (("input_tokens", "input"), ("output_tokens", "output"),
+                       ("cache_read_input_tokens", "read"), ("cache_creation_input_tokens", "write")):
+        value = getattr(raw, field, None)
+        if value is not None:
+            into[key] = value  # message_delta counts are cumulative: the latest wins
+
+
+def stream_events(events: Iterable[Any]) -> Iterator[ProviderEvent]:
+    """Provider events from a stream of raw Messages stream events.
+
+    `input_tokens` of the usage is the whole prompt: uncached + cache reads + cache writes.
+    """
+    blocks: dict[int, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    stop: str | None = None
+    for event in events:
+        kind = event.type
+        if kind == "message_start":
+            _usage(event.message.usage, counts)
+        elif kind == "content_block_start":
+            block = event.content_block
+            blocks[event.index] = {"type": block.type, "id": getattr(block, "id", ""), "name": getattr(block, "name", ""),
+                                   "json": "", "input": getattr(block, "input", None)}
+            if block.type == "text" and getattr(block, "text", ""):
+                yield StreamText(block.text)
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta" and delta.text:
+                yield StreamText(delta.text)
+            elif delta.type == "input_json_delta":
+                blocks.setdefault(event.index, {"type": "tool_use", "id": "", "name": "", "json": "", "input": None})
+                blocks[event.index]["json"] += delta.partial_json
+        elif kind == "content_block_stop":
+            block = blocks.get(event.index)
+            if block and block["type"] == "tool_use":
+                arguments = block["json"] or (json.dumps(block["input"]) if block["input"] else "{}")
+                yield StreamToolCall(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+                block["type"] = "done"
+        elif kind == "message_delta":
+            stop = event.delta.stop_reason or stop
+            _usage(event.usage, counts)
+    for block in blocks.values():  # a stream cut short (max_tokens) may leave a call open
+        if block["type"] == "tool_use":
+            yield StreamToolCall(ToolCall(id=block["id"], name=block["name"], arguments=block["json"] or "{}"))
+    if counts:
+        read, write = counts.get("read", 0), counts.get("write", 0)
+        yield StreamUsage(Usage(input_tokens=counts.get("input", 0) + read + write, output_tokens=counts.get("output", 0),
+                                cache_read_tokens=read, cache_write_tokens=write))
+    yield StreamDone(_STOP_REASONS.get(stop or "end_turn", "other"))
+
+
+class AnthropicProvider:
+    """A Claude model behind the Anthropic Messages API."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: "anthropic.Anthropic | None" = None,
+        http_client: Any = None,
+        info: ModelInfo | None = None,
+        context_window: int | None = None,
+        max_output_tokens: int | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: Any = None,
+    ) -> None:
+        ensure_real_provider_allowed("anthropic")
+        self.name = "anthropic"
+        self.model = model
+        self.info = (info or model_info("anthropic", model)).override(context_window=context_window)
+        self.context_window = self.info.context_window
+        self.max_output_tokens = max_output_tokens or min(self.info.max_output_tokens, DEFAULT_MAX_OUTPUT)
+        self.retry = retry or RetryPolicy()
+        if client is None:
+            from agentos.config import configured_base_url
+
+            base_url = base_url or configured_base_url("anthropic")
+            import anthropic
+
+            client = anthropic.Anthropic(api_key=resolve_key("anthropic", api_key), base_url=base_url, max_retries=0,
+                                         timeout=timeout or default_timeout(), http_client=http_client)
+        self.base_url = base_url
+        self._client = client
+        server = SERVERS["anthropic"]
+        self._errors = ErrorContext(server.label, model, server.key_variable, base_url, "anthropic")
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(anthropic/{self.model})"
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` for a request."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_output_tokens or self.max_output_tokens,
+            "system": system_blocks(request),
+            "messages": to_anthropic_messages(request.messages),
+            "stream": True,
+        }
+        if request.tools:
+            params["tools"] = tool_schemas(request.tools)
+        return params
+
+    def stream(self, request: ModelRequest) -> Iterator[ProviderEvent]:
+        """Stream one call, retrying rate limits and server errors that happen before any output."""
+        import anthropic
+
+        params = self.request_params(request)
+
+        def attempt() -> Iterator[ProviderEvent]:
+            return guarded_stream(lambda: self._client.messages.create(**params), stream_events, anthropic, self._errors)
+
+        yield from stream_with_retries(attempt, self.retry)
