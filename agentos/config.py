@@ -48,12 +48,9 @@ def load_config(home: Path | None = None) -> dict[str, Any]:
 
 
 NO_MODEL_HELP = (
-    "no model is configured. Pick one of:\n"
-    "  - set AGENTOS_MODEL, e.g. openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5 or ollama/llama3.1;\n"
-    "  - set OPENAI_API_KEY or ANTHROPIC_API_KEY (the default model then follows the key);\n"
-    "  - put \"model\" (and \"api_keys\") in the config file, $AGENTOS_HOME/config.json;\n"
-    "  - pass --model to agentos new.\n"
-    "To try agentos offline, with no key: agentos demo (or agentos new NAME --model scripted/demo)"
+    "no model is configured: set AGENTOS_MODEL (e.g. openai/gpt-4.1-mini, anthropic/claude-sonnet-4-5, "
+    "ollama/llama3.1), or OPENAI_API_KEY / ANTHROPIC_API_KEY, or \"model\" in $AGENTOS_HOME/config.json, "
+    "or pass --model. To try agentos offline with no key: agentos demo"
 )
 
 

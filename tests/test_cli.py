@@ -59,7 +59,7 @@ def test_new_list_show_delete(capsys: pytest.CaptureFixture, tmp_path: Path) -> 
         (["new", "bad name", "--model", "scripted/demo"], "error: invalid agent name 'bad name'"),
         (["new", "x", "--model", "nonsense"], 'error: model spec "nonsense" must look like family/model'),
         (["new", "x", "--model", "scripted/demo", "--persona", "@/no/such/file"], "error: cannot read /no/such/file"),
-        (["new", "x"], "error: no model is configured."),
+        (["new", "x"], "error: no model is configured: set AGENTOS_MODEL"),
         (["delete", "ghost"], "error: refusing to delete 'ghost' without confirmation; pass --yes."),
     ],
 )
