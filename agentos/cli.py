@@ -24,9 +24,12 @@ def _text_or_file(value: str | None) -> str | None:
 
 def cmd_new(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
+    from agentos.agent.state import AgentSettings
 
+    settings = AgentSettings(prompt_dir=str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None)
     agent = Agent.create(
-        args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human)
+        args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human),
+        settings=settings,
     )
     print(f'Created agent "{agent.name}" ({agent.state.model}). Chat with it: agentos chat {agent.name}')
     return 0
@@ -128,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--persona", help="persona block: text, or @FILE")
     p.add_argument("--human", help="human block: text, or @FILE")
     p.add_argument("--model", help="model spec, e.g. openai/gpt-4.1-mini or scripted/demo")
+    p.add_argument("--prompt-dir", help="a folder of your own prompt templates (system.j2, ...) to use instead")
 
     add("list", cmd_list, "list agents")
 

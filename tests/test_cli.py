@@ -86,6 +86,13 @@ def test_chat_streams_shows_tools_and_memory_and_resumes() -> None:
     assert "tom> Your name is Ada." in again.stdout
 
 
+def test_new_with_a_prompt_directory(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "system.j2").write_text("You are Pirate Bot.")
+    assert main(["new", "tom", "--model", "scripted/demo", "--prompt-dir", str(tmp_path)]) == 0
+    agent = Agent.load("tom")
+    assert agent.system_prompt().startswith("You are Pirate Bot.\n\n<memory_blocks>")
+
+
 def test_delete_asks_first(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     Agent.create("tom", provider=ScriptedProvider([]))
     monkeypatch.setattr(sys, "stdin", io.StringIO())
