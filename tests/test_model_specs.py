@@ -137,14 +137,12 @@ def test_keys_never_reach_agent_state(allow_real_providers: None, monkeypatch: p
     assert isinstance(loaded.provider, OpenAIProvider) and loaded.provider.model == "gpt-4.1-mini"
 
 
-def test_cli_help_imports_no_sdk_and_is_fast() -> None:
-    code = ("import sys, time; t = time.perf_counter(); import agentos.cli; "
-            "from agentos.cli import build_parser; build_parser().format_help(); "
-            "print(time.perf_counter() - t); import agentos.agent.agent, agentos.providers.registry; "
+def test_importing_cli_agent_and_registry_loads_no_sdk() -> None:
+    code = ("import sys; import agentos.cli; from agentos.cli import build_parser; build_parser().format_help(); "
+            "import agentos.agent.agent, agentos.providers.registry; "
             "print('openai' in sys.modules or 'anthropic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[-1] == "False"  # importing the CLI, the agent and the registry loads no SDK
-    assert float(out[-2]) < 0.5
+    assert out[-1] == "False"
 
 
 def test_an_agent_overrides_the_context_window(allow_real_providers: None, monkeypatch: pytest.MonkeyPatch) -> None:
