@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from agentos.agent.prompts import PromptRenderer
 from agentos.agent.state import AgentSettings, AgentState, validate_name
-from agentos.errors import AgentExistsError, AgentNotFoundError
+from agentos.errors import AgentExistsError, AgentNotFoundError, AgentOSError
 from agentos.events import Event
 from agentos.memory.blocks import Block, CoreMemory, MemoryEdit
 from agentos.messages import Message, Usage, utc_now
@@ -31,8 +32,16 @@ def open_store(home: str | Path | None = None) -> Store:
     uri = database_uri(Path(home) if home is not None else None)
     if uri not in _stores:
         _stores[uri] = Store(uri)
-        atexit.register(_stores[uri].close)
+        atexit.register(_close_at_exit, _stores[uri])
     return _stores[uri]
+
+
+def _close_at_exit(store: Store) -> None:
+    """Write what is still queued when the process ends; say so clearly if that fails."""
+    try:
+        store.close()
+    except AgentOSError as exc:
+        print(f"agentos: the last steps could not be saved: {exc}", file=sys.stderr)
 
 
 def _store(store: Store | None, home: str | Path | None) -> Store:
