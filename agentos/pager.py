@@ -15,6 +15,7 @@ Reason = Literal["auto", "overflow", "manual"]
 Action = Literal["ok", "alert", "evict", "too_large"]
 
 MIN_TRUNCATED_TOKENS = 16
+MARKER_TOKENS = 48  # what a plain "N messages were evicted" marker may add to the summary
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Plan:
     truncate: tuple[tuple[int, int], ...] = field(default_factory=tuple)
     alerted: bool = False
     reason: str = ""
+    summary_tokens: int = 0  # the most the new summary may take (in `Counts` units)
 
 
 def valid_cuts(messages: Sequence[Message]) -> list[bool]:
@@ -156,11 +158,19 @@ def plan(
     cuts = valid_cuts(messages)
     limit = max(0, n - budget.keep_last)
     candidates = [k for k in range(1, limit + 1) if cuts[k]]
-    summary_now = round(counts.summary * scale)
-    summary_after = max(summary_now, budget.summary_tokens)
+    unscaled_prefix = [0]
+    for s in counts.messages:
+        unscaled_prefix.append(unscaled_prefix[-1] + s)
+
+    def allowed(k: int) -> int:
+        """The new summary's size limit: never more than what it replaces, nor the budget's share."""
+        freed = counts.summary + unscaled_prefix[k]
+        return max(counts.summary + MARKER_TOKENS, min(budget.summary_tokens, freed))
 
     def after(k: int) -> int:
-        return assumed if k == 0 else max(0, assumed - summary_now - prefix[k] + summary_after)
+        if k == 0:
+            return assumed
+        return max(0, assumed - prefix[k] + round((allowed(k) - counts.summary) * scale))
 
     k = 0
     if candidates:
@@ -174,7 +184,7 @@ def plan(
     if tokens_after > hard or (reason == "overflow" and tokens_after > target):
         floor = min(budget.truncate_floor, max(MIN_TRUNCATED_TOKENS, target // 8))
         for this_floor in (floor, MIN_TRUNCATED_TOKENS):
-            if tokens_after <= target or (this_floor != floor and tokens_after <= window):
+            if tokens_after <= target or (this_floor != floor and tokens_after <= hard):
                 break
             cuts_made, _ = _truncations(kept, k, tokens_after - target, this_floor)
             for i, keep in cuts_made:
@@ -185,6 +195,10 @@ def plan(
     if k == 0 and not truncated:
         note = "nothing can be evicted" if reason != "auto" or tokens_after > hard else ""
         return Plan("ok", total, tokens_after, alerted=alerted and tokens_after > warn, reason=note + still_over)
-    keep_counts = tuple(sorted((i, max(1, int(keep / scale))) for i, keep in truncated.items()))
+    unscaled = {i: max(1, int(keep / scale)) for i, keep in truncated.items()}
+    keep_counts = tuple(sorted((i, keep) for i, keep in unscaled.items() if keep < counts.messages[i]))
+    if k == 0 and not keep_counts:
+        return Plan("ok", total, after(0), alerted=alerted and total > warn, reason="nothing can be evicted" + still_over)
     return Plan("evict", total, tokens_after, evict=k, truncate=keep_counts,
-                alerted=alerted and tokens_after > warn, reason=reason + still_over)
+                alerted=alerted and tokens_after > warn, reason=reason + still_over,
+                summary_tokens=allowed(k) if k else counts.summary)

@@ -206,7 +206,7 @@ class Pager:
         evicted = agent.context[: p.evict]
         note = ""
         if evicted:
-            summary, note = self._summarize(evicted)
+            summary, note = self._summarize(evicted, p.summary_tokens)
             agent.context = agent.context[p.evict :]
             agent.state.summary = summary
         if p.truncate:
@@ -239,11 +239,10 @@ class Pager:
             self.summarizer = resolve_model(self.settings.summary_model)
         return self.summarizer or self.agent.provider
 
-    def _summarize(self, evicted: list[Message]) -> tuple[str, str]:
-        """The new running summary and an empty note, or a plain marker and a note saying why."""
+    def _summarize(self, evicted: list[Message], limit: int) -> tuple[str, str]:
+        """The new running summary (at most `limit` tokens) and an empty note, or a plain marker and why."""
         previous = self.agent.state.summary
-        limit = self.budget().summary_tokens
-        fallback_chars = limit * 3
+        fallback_chars = max(len(previous), self.budget().summary_tokens * 4)
         try:
             provider = self.summarizer_provider()
             request = self._summary_request(provider, previous, evicted, limit)
@@ -266,7 +265,7 @@ class Pager:
         room_tokens = max(256, int(window * 0.6) - self.counter.count(previous) - limit)
         lines = [self._line(m) for m in evicted]
         transcript = self._fit(lines, room_tokens)
-        max_words = max(30, int(limit * 0.6))
+        max_words = max(10, int(limit * 0.6))
         return ModelRequest(
             system_static=self.agent.prompts.render("summarizer.j2", max_words=max_words),
             system_dynamic="",
