@@ -109,6 +109,8 @@ def test_summaries_are_recursive_and_persisted() -> None:
     assert loaded.state.summary == agent.state.summary
     assert [m.id for m in loaded.context] == [m.id for m in agent.context]
     assert loaded.build_request().messages[0].content == agent.build_request().messages[0].content
+    # the calibration to the provider's counts survives too, so a reload does not over-count
+    assert loaded.pager.counts().total == agent.pager.counts().total
 
 
 def test_tool_calls_are_never_separated_from_their_results() -> None:

@@ -14,6 +14,7 @@ from agentos.pager import Budget, Counts, Plan, Reason, plan
 from agentos.providers.base import ModelRequest, Provider, complete
 from agentos.tokens import (
     DEFAULT_CONTEXT_WINDOW,
+    EstimateCounter,
     MESSAGE_OVERHEAD,
     count_message,
     counter_for,
@@ -68,7 +69,9 @@ class Pager:
         self.agent = agent
         self.counter = counter_for(agent.state.model)
         self.summarizer: Provider | None = None
-        self.offset = 0  # provider-reported minus estimated tokens of the last request
+        self.offset = agent.state.token_offset  # provider-reported minus estimated tokens of the last request
+        if agent.state.token_ratio and isinstance(self.counter, EstimateCounter):
+            self.counter.tokens_per_byte, self.counter.calibrated = agent.state.token_ratio, True
         self.seconds = 0.0  # time spent in the pager, summaries included
         self.compactions = 0
         self._tools_key: tuple[str, ...] | None = None
@@ -136,6 +139,9 @@ class Pager:
             nbytes = sum(len(t.encode("utf-8")) for t in texts)
             self.counter.calibrate(nbytes, reported - MESSAGE_OVERHEAD * len(request.messages))
             self.offset = reported - self.counts(request, offset=False).total
+            self.agent.state.token_offset = self.offset
+            if isinstance(self.counter, EstimateCounter):
+                self.agent.state.token_ratio = self.counter.tokens_per_byte
         self.seconds += time.perf_counter() - started
 
     def breakdown(self) -> dict[str, Any]:

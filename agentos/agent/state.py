@@ -60,6 +60,8 @@ class AgentState(BaseModel):
     in_context_ids: list[str] = Field(default_factory=list)
     summary: str = ""
     memory_pressure_alerted: bool = False
+    token_ratio: float | None = None  # the estimator's calibrated tokens per byte
+    token_offset: int = 0  # provider-reported minus estimated tokens of the last request
     message_count: int = 0
     archival_count: int = 0
     rev: int = 0
