@@ -316,3 +316,23 @@ def test_cli_compact_and_show(capsys: Any) -> None:
     assert cli_main(["show", "clidemo"]) == 0
     assert "messages (3)" in capsys.readouterr().out
     assert len(Agent.load("clidemo").context) == 3
+
+
+def test_the_summarizer_request_is_bounded_by_its_own_window() -> None:
+    small = Summarizer()
+    small.context_window = 600
+    agent = make_agent(summarizer=small)
+    talk(agent, 12)
+    agent.compact()
+    prompt = small.requests[0].messages[0].content
+    assert "messages omitted ...]" in prompt and "topic 0:" in prompt
+    assert len(prompt) // 4 < 600
+    assert small.requests[0].tools == [] and small.requests[0].max_output_tokens
+
+
+def test_a_separate_summary_model_can_be_configured() -> None:
+    agent = make_agent(summary_model="scripted/demo")
+    agent.pager.summarizer = None
+    assert agent.pager.summarizer_provider().model == "demo"
+    plain = Agent.create("own", provider=ScriptedProvider(["x"]))
+    assert plain.pager.summarizer_provider() is plain.provider
