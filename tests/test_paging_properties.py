@@ -75,5 +75,5 @@ def test_random_conversations_never_get_stuck(script: list[tuple[int, int, int]]
     longest = max((len(list(g)) for value, g in itertools.groupby(rejected) if value), default=0)
     assert longest <= agent.state.settings.pager.overflow_retries  # retries are bounded
     if real_share == 1.0:
-        assert not rejected  # the pager keeps every request under the real window
+        assert not any(rejected)  # the pager keeps every request under the real window
     assert agent.store.count_messages(agent.id) == agent.state.message_count
