@@ -143,7 +143,8 @@ def test_eviction_reaches_target_with_the_fewest_messages(scenario, reason) -> N
     assert p.tokens_after <= target or p.evict == max(
         k for k in range(1, len(messages) - budget.keep_last + 1) if not splits_pair(messages, k))
     if p.tokens_after <= target:  # no smaller valid cut would have been enough
-        scale = p.tokens_before and (max(counts.total, budget.window + 1) / counts.total if reason == "overflow" else 1)
+        overflow = reason == "overflow" and counts.total > 0
+        scale = max(counts.total, budget.window + 1) / counts.total if overflow else 1.0
         for k in range(1, p.evict):
             if not splits_pair(messages, k):
                 freed = sum(round(s * scale) for s in counts.messages[:k])

@@ -312,10 +312,11 @@ def test_cli_compact_and_show(capsys: Any) -> None:
     shown = capsys.readouterr().out
     assert "Context:" in shown and "of 8,192 tokens" in shown and "messages (10)" in shown
     assert cli_main(["compact", "clidemo"]) == 0
-    assert "old messages moved out of context" in capsys.readouterr().out
+    assert "old messages moved out of context, summarized" in capsys.readouterr().out
     assert cli_main(["show", "clidemo"]) == 0
     assert "messages (3)" in capsys.readouterr().out
-    assert len(Agent.load("clidemo").context) == 3
+    loaded = Agent.load("clidemo")
+    assert len(loaded.context) == 3 and loaded.state.summary.startswith("The user said: my name is Ada")
 
 
 def test_the_summarizer_request_is_bounded_by_its_own_window() -> None:
