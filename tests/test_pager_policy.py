@@ -129,7 +129,7 @@ def test_plan_invariants(scenario, reason, alerted, attempt) -> None:  # type: i
         assert p.action in ("ok", "alert") and p.evict == 0
     if reason == "manual" and p.action == "evict":
         candidates = [k for k in range(1, n - budget.keep_last + 1) if not splits_pair(messages, k)]
-        assert p.evict == max(candidates)  # a forced compaction evicts all it may
+        assert p.evict == max(candidates, default=0)  # a forced compaction evicts all it may
 
 
 @FAST
