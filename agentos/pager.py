@@ -15,7 +15,7 @@ Reason = Literal["auto", "overflow", "manual"]
 Action = Literal["ok", "alert", "evict", "too_large"]
 
 MIN_TRUNCATED_TOKENS = 16
-MARKER_TOKENS = 48  # what a plain "N messages were evicted" marker may add to the summary
+MARKER_TOKENS = 96  # what a plain "N messages were evicted" marker may add to the summary message
 
 
 @dataclass(frozen=True)

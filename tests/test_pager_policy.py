@@ -223,8 +223,9 @@ def test_evicts_oldest_down_to_target_keeping_the_last_three() -> None:
     messages = [Message.user(str(i)) for i in range(10)]
     counts = Counts(system=100, messages=(100,) * 10)  # 1100 of 1000: over 90%
     p = plan(messages, counts, Budget(window=1200, summary_tokens=50))
-    # target 720: 1100 - 100k + 50 <= 720 -> k = 5 (k=4 leaves 750)
-    assert (p.action, p.evict, p.tokens_before, p.tokens_after) == ("evict", 5, 1100, 650)
+    # target 720: 1100 - 100k + (a summary or marker of at most 96) <= 720 -> k = 5 (k=4 leaves 796)
+    assert (p.action, p.evict, p.tokens_before, p.tokens_after) == ("evict", 5, 1100, 696)
+    assert p.summary_tokens == 96
 
 
 def test_never_splits_a_call_from_its_results() -> None:

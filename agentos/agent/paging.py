@@ -170,6 +170,7 @@ class Pager:
     def before_call(self) -> Iterator[Event]:
         """Check the budget before a model call: alert once per pressure episode, evict past the threshold."""
         started = time.perf_counter()
+        events: list[Event] = []
         try:
             state = self.agent.state
             p = plan(self.agent.context, self.counts(), self.budget(), alerted=state.memory_pressure_alerted)
@@ -181,12 +182,13 @@ class Pager:
                     used=f"{p.tokens_before:,}", window=f"{b.window:,}",
                 )
                 self.agent.append(Message.user(alert))
-                yield Notice(text=f"memory pressure: {p.tokens_before:,} of {b.window:,} tokens; the agent was asked "
-                             "to save what matters", data={"tokens": p.tokens_before, "window": b.window})
+                events.append(Notice(text=f"memory pressure: {p.tokens_before:,} of {b.window:,} tokens; the agent "
+                                     "was asked to save what matters", data={"tokens": p.tokens_before, "window": b.window}))
             elif p.action == "evict":
-                yield self._apply(p)
+                events.append(self._apply(p))
         finally:
             self.seconds += time.perf_counter() - started
+        yield from events
 
     def compact(self, reason: Reason = "manual", attempt: int = 1) -> Iterator[Event]:
         """Force a compaction: after a provider overflow, or on request (evicts all it may)."""
@@ -197,12 +199,13 @@ class Pager:
                      alerted=state.memory_pressure_alerted, reason=reason, attempt=attempt)
             if p.action == "evict":
                 state.memory_pressure_alerted = p.alerted
-                yield self._apply(p)
+                event: Event = self._apply(p)
             else:
-                yield Notice(text=f"nothing to compact: {p.reason or 'the context is already small'}",
-                             data={"tokens": p.tokens_before})
+                event = Notice(text=f"nothing to compact: {p.reason or 'the context is already small'}",
+                               data={"tokens": p.tokens_before})
         finally:
             self.seconds += time.perf_counter() - started
+        yield event
 
     def _apply(self, p: Plan) -> MessagesEvicted:
         agent = self.agent
@@ -249,6 +252,8 @@ class Pager:
         """The new running summary (at most `limit` tokens) and an empty note, or a plain marker and why."""
         previous = self.agent.state.summary
         fallback_chars = max(len(previous), self.budget().summary_tokens * 4)
+        wrapper = self.agent.prompts.render("summary_message.j2", summary="", hidden=self.agent.state.message_count)
+        limit = max(16, limit - count_message(self.counter, Message.user(wrapper)))
         try:
             provider = self.summarizer_provider()
             request = self._summary_request(provider, previous, evicted, limit)
