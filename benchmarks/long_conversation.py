@@ -133,6 +133,7 @@ def run(path: Path, sample: int, window: int, turns_limit: int | None, csv_path:
         "summarized": sum(e.summarized for e in evictions), "evicted_messages": sum(e.count for e in evictions),
         "failed_turns": failures, "pager_seconds": agent.pager.seconds, "total_seconds": elapsed,
         "full_history_tokens": rows[-1]["full_history_tokens"], "messages": agent.state.message_count,
+        "rows": rows,
     }
 
 
@@ -160,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({1000 * r['pager_seconds'] / r['turns']:.2f} ms per turn)")
     print(f"full history would need:  {r['full_history_tokens']:,} tokens "
           f"({r['full_history_tokens'] / r['window']:.1f}x the window)")
+    step = max(1, len(r["rows"]) // 10)
+    print("\nturn   prompt tokens   full history   in context")
+    for row in r["rows"][step - 1 :: step]:
+        print(f"{row['turn']:>4}   {row['prompt_tokens']:>13,}   {row['full_history_tokens']:>12,}   {row['in_context']:>10}")
     return 0
 
 
