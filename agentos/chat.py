@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 HELP = """Commands:
   /memory   show the agent's core memory blocks
+  /context  show what fills the context window
+  /summarize  summarize and evict old messages now
   /help     show this help
   /exit     leave (the agent is saved after every step)
 Ctrl-C cancels a reply in progress; Ctrl-D leaves."""
@@ -33,6 +35,29 @@ def format_blocks(agent: "Agent") -> str:
         lines.append(f"[{block.label}] {len(block.value)}/{block.limit} chars{flag}")
         lines.extend(f"  {line}" for line in (block.value or "(empty)").splitlines())
     return "\n".join(lines)
+
+
+def format_context(agent: "Agent") -> str:
+    """The context window by part, in tokens."""
+    b = agent.context_breakdown()
+    window = b["window"]
+    lines = [f"Context: {b['total']:,} of {window:,} tokens ({100 * b['total'] / window:.0f}%), counted with {b['counter']}"]
+    for key, label in (("system", "system instructions"), ("memory", "memory blocks"), ("tools", "tool schemas"),
+                       ("summary", "summary"), ("messages", f"messages ({b['message_count']})")):
+        lines.append(f"  {label:<22}{b[key]:>9,}")
+    if b["correction"]:
+        lines.append(f"  {'provider correction':<22}{b['correction']:>+9,}")
+    lines.append(f"  {b['hidden']:,} older messages are out of context (in recall); alert at {b['warn_at']:.0%}, "
+                 f"compact at {b['evict_at']:.0%} down to {b['target']:.0%}, keep the last {b['keep_last']}")
+    return "\n".join(lines)
+
+
+def describe_eviction(event: MessagesEvicted) -> str:
+    """One line saying what the pager did."""
+    how = "summarized" if event.summarized else "not summarized"
+    note = f"; {event.note}" if event.note else ""
+    return (f"  ⋯ {event.count} old messages moved out of context, {how} "
+            f"({event.tokens_before:,}→{event.tokens_after:,} tokens{note})")
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -91,6 +116,11 @@ class Repl:
             return "exit"
         if name == "/memory":
             self.write(format_blocks(self.agent))
+        elif name == "/context":
+            self.write(format_context(self.agent))
+        elif name == "/summarize":
+            for event in self.agent.compact():
+                self.write(describe_eviction(event) if isinstance(event, MessagesEvicted) else f"  ! {event.text}")
         elif name == "/help":
             self.write(HELP)
         else:
@@ -118,7 +148,7 @@ class Repl:
                 elif isinstance(event, MemoryEdited):
                     self.write(describe_edit(event))
                 elif isinstance(event, MessagesEvicted):
-                    self.write(f"  ⋯ {event.count} old messages moved out of context ({event.tokens_before}→{event.tokens_after} tokens)")
+                    self.write(describe_eviction(event))
                 elif isinstance(event, Notice):
                     self.write(f"  ! {event.text}")
                 elif isinstance(event, TurnFailed):

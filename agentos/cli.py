@@ -53,7 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
-    from agentos.chat import format_blocks
+    from agentos.chat import format_blocks, format_context
 
     agent = Agent.load(args.name, provider=_NoProvider())
     s = agent.state
@@ -64,6 +64,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     )
     print()
     print(format_blocks(agent))
+    print()
+    print(format_context(agent))
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+    from agentos.chat import describe_eviction
+    from agentos.events import MessagesEvicted
+
+    agent = Agent.load(args.name)
+    for event in agent.compact():
+        print(describe_eviction(event).strip() if isinstance(event, MessagesEvicted) else event.text)
+    agent.close()
     return 0
 
 
@@ -136,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("list", cmd_list, "list agents")
 
     p = add("show", cmd_show, "show an agent's memory blocks and counts")
+    p.add_argument("name")
+
+    p = add("compact", cmd_compact, "summarize and evict an agent's old messages now")
     p.add_argument("name")
 
     p = add("chat", cmd_chat, "chat with an agent in the terminal")

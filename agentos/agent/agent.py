@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from agentos.agent.paging import Pager
 from agentos.agent.prompts import PromptRenderer
 from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentNotFoundError, AgentOSError
@@ -81,6 +82,7 @@ class Agent:
         self._pending_edits: list[MemoryEdit] = []
         self._unreported_edits: list[MemoryEdit] = []
         self.last_usage: Usage | None = None
+        self.pager = Pager(self)
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -203,13 +205,25 @@ class Agent:
             last_edit=self.state.last_memory_edit_at,
             recall_count=self.state.message_count,
             archival_count=self.state.archival_count,
+            hidden_count=max(0, self.state.message_count - len(self.context)),
         )
+        summary = self.pager.summary_message()
         return ModelRequest(
             system_static=self.prompts.static(),
             system_dynamic=dynamic,
-            messages=list(self.context),
+            messages=([summary] if summary else []) + list(self.context),
             tools=list(self.tools),
         )
+
+    def compact(self) -> list[Event]:
+        """Summarize and evict every message the pager may evict now, and save."""
+        events = list(self.pager.compact("manual"))
+        self.save()
+        return events
+
+    def context_breakdown(self) -> dict[str, Any]:
+        """Tokens per part of the next request (system, memory, tools, summary, messages) and the window."""
+        return self.pager.breakdown()
 
     def system_prompt(self) -> str:
         """The full system prompt the model would see now."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 from agentos.agent.context import unanswered_calls
-from agentos.errors import AgentOSError
+from agentos.errors import AgentOSError, ContextOverflowError
 from agentos.events import (
     Event,
     MemoryEdited,
+    Notice,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -37,29 +38,46 @@ def run_turn(agent: "Agent", text: str) -> Iterator[Event]:
     generator), the agent is left consistent: no tool call without a result, and every
     finished message saved or still pending for the next save.
     """
+    too_large = agent.pager.preflight()
+    if too_large:
+        yield TurnFailed(error=too_large, kind="ContextOverflowError", steps=0)
+        return
     agent.append(Message.user(text))
     total = Usage()
     steps = 0
     try:
         while steps < agent.state.settings.max_steps:
             steps += 1
-            request = agent.build_request()
+            yield from agent.pager.before_call()
             parts: list[str] = []
             calls: list[ToolCall] = []
-            try:
-                for event in agent.provider.stream(request):
-                    if isinstance(event, StreamText):
-                        parts.append(event.text)
-                        yield TextDelta(text=event.text)
-                    elif isinstance(event, StreamToolCall):
-                        calls.append(event.call)
-                    elif isinstance(event, StreamUsage):
-                        total = total + event.usage
-                        agent.last_usage = event.usage
-                        yield UsageReported(usage=event.usage)
-            except Exception as exc:  # noqa: BLE001 - a provider failure ends the turn, not the agent
-                yield _failure(exc, steps)
-                return
+            overflows = 0
+            while True:
+                request = agent.build_request()
+                try:
+                    for event in agent.provider.stream(request):
+                        if isinstance(event, StreamText):
+                            parts.append(event.text)
+                            yield TextDelta(text=event.text)
+                        elif isinstance(event, StreamToolCall):
+                            calls.append(event.call)
+                        elif isinstance(event, StreamUsage):
+                            total = total + event.usage
+                            agent.last_usage = event.usage
+                            agent.pager.observe(request, event.usage)
+                            yield UsageReported(usage=event.usage)
+                    break
+                except ContextOverflowError as exc:
+                    overflows += 1
+                    if parts or calls or overflows > agent.state.settings.pager.overflow_retries:
+                        yield _failure(exc, steps)
+                        return
+                    yield Notice(text=f"the model rejected the request as too long; compacting and retrying "
+                                 f"({overflows}/{agent.state.settings.pager.overflow_retries})")
+                    yield from agent.pager.compact("overflow", attempt=overflows)
+                except Exception as exc:  # noqa: BLE001 - a provider failure ends the turn, not the agent
+                    yield _failure(exc, steps)
+                    return
             reply = Message.assistant("".join(parts), calls)
             agent.append(reply)
             for call in calls:

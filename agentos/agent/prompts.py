@@ -70,6 +70,7 @@ class PromptRenderer:
         last_edit: datetime | None,
         recall_count: int,
         archival_count: int,
+        hidden_count: int = 0,
     ) -> str:
         """Memory blocks, then metadata: the parts of the system prompt that change."""
         parts = [
@@ -80,6 +81,7 @@ class PromptRenderer:
                 last_edit=_format_time(last_edit),
                 recall_count=recall_count,
                 archival_count=archival_count,
+                hidden_count=hidden_count,
             ),
         ]
         return "\n\n".join(parts)

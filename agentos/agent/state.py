@@ -25,6 +25,19 @@ def validate_name(name: str) -> str:
     return name
 
 
+class PagerSettings(BaseModel):
+    """When the pager alerts, evicts and how far; thresholds are fractions of the context window."""
+
+    warn_at: float = Field(0.75, gt=0, le=1)
+    evict_at: float = Field(0.90, gt=0, le=1)
+    target: float = Field(0.60, gt=0, le=1)
+    keep_last: int = Field(3, ge=1)
+    summary_fraction: float = Field(0.10, gt=0, lt=0.5)  # the summary's share of the window
+    summary_model: str | None = None  # a cheaper model spec for summaries; default: the agent's own
+    summary_timeout_s: float = 60.0
+    overflow_retries: int = Field(3, ge=0)
+
+
 class AgentSettings(BaseModel):
     """Per-agent settings a user may change."""
 
@@ -32,6 +45,7 @@ class AgentSettings(BaseModel):
     tool_output_limit: int = 4000
     prompt_dir: str | None = None
     context_window: int | None = None
+    pager: PagerSettings = Field(default_factory=PagerSettings)
 
 
 class AgentState(BaseModel):
@@ -45,6 +59,9 @@ class AgentState(BaseModel):
     settings: AgentSettings = Field(default_factory=AgentSettings)
     in_context_ids: list[str] = Field(default_factory=list)
     summary: str = ""
+    memory_pressure_alerted: bool = False
+    token_ratio: float | None = None  # the estimator's calibrated tokens per byte
+    token_offset: int = 0  # provider-reported minus estimated tokens of the last request
     message_count: int = 0
     archival_count: int = 0
     rev: int = 0

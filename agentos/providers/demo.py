@@ -18,8 +18,18 @@ def _human_block(request: ModelRequest) -> str:
     return match.group(1) if match else ""
 
 
+def demo_summary(request: ModelRequest) -> Step:
+    """Answer the pager's summarizer: the opening words of what the user said."""
+    prompt = request.messages[-1].content
+    said = re.findall(r"^user: (.*)$", prompt, re.MULTILINE)
+    words = " ".join("; ".join(" ".join(s.split()[:8]) for s in said).split()[:60])
+    return Step(f"The user said: {words}." if words else "Nothing of note was said.")
+
+
 def demo_reply(request: ModelRequest) -> Step:
     """Learn the user's name into the `human` block; otherwise answer from memory."""
+    if request.system_static.startswith("You maintain the running summary"):
+        return demo_summary(request)
     last = request.messages[-1]
     human = _human_block(request)
     known = _KNOWN.search(human)

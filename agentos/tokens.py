@@ -1,0 +1,145 @@
+"""Token counting and context windows: tiktoken when its encoding is on disk, else a calibrated estimate.
+
+Nothing here touches the network: tiktoken is used only if it is installed *and* its encoding
+file is already in its local cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Protocol
+
+from agentos.messages import Message
+
+DEFAULT_CONTEXT_WINDOW = 8192
+MESSAGE_OVERHEAD = 4  # role and separators, per message (OpenAI's published figure)
+DEFAULT_TOKENS_PER_BYTE = 0.325  # bytes/4 x 1.3: deliberately high until calibrated
+DISABLE_TIKTOKEN_VARIABLE = "AGENTOS_NO_TIKTOKEN"
+
+# Longest matching prefix wins; specs may carry a family ("openai/gpt-4o").
+KNOWN_WINDOWS: dict[str, int] = {
+    "gpt-3.5": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.5": 128_000,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4": 200_000,
+    "claude": 200_000,
+    "gemini": 1_048_576,
+    "llama": 128_000,
+    "mistral": 32_000,
+    "qwen": 32_768,
+    "demo": 8_192,
+}
+
+_ENCODING_URLS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+
+
+def known_context_window(model: str) -> int | None:
+    """The default window of a model (spec `family/model` or a bare name), when its family is known."""
+    name = model.partition("/")[2] or model
+    name = name.lower()
+    best = max((p for p in KNOWN_WINDOWS if name.startswith(p)), key=len, default=None)
+    return KNOWN_WINDOWS[best] if best else None
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of text; `calibrate` learns from a provider-reported count."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def calibrate(self, nbytes: int, tokens: int) -> None: ...
+
+
+class EstimateCounter:
+    """Bytes times a ratio learned from the provider's reported input tokens."""
+
+    name = "estimate"
+
+    def __init__(self, tokens_per_byte: float = DEFAULT_TOKENS_PER_BYTE) -> None:
+        self.tokens_per_byte = tokens_per_byte
+        self.calibrated = False
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text.encode("utf-8")) * self.tokens_per_byte) if text else 0
+
+    def calibrate(self, nbytes: int, tokens: int) -> None:
+        """Move the ratio to what the provider measured (ignored for tiny samples)."""
+        if nbytes < 200 or tokens <= 0:
+            return
+        observed = min(max(tokens / nbytes, 0.05), 1.5)
+        self.tokens_per_byte = observed if not self.calibrated else 0.5 * (self.tokens_per_byte + observed)
+        self.calibrated = True
+
+
+class TiktokenCounter:
+    """Exact counts with a tiktoken encoding."""
+
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+        self.name = f"tiktoken/{encoding.name}"
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode(text, disallowed_special=())) if text else 0
+
+    def calibrate(self, nbytes: int, tokens: int) -> None:
+        """Exact already; the provider's anchor corrects any per-model difference."""
+
+
+def _tiktoken_cache_dir() -> Path:
+    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if os.environ.get(variable):
+            return Path(os.environ[variable])
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def local_tiktoken(encoding: str = "o200k_base") -> TiktokenCounter | None:
+    """A tiktoken counter if tiktoken is installed and the encoding is cached locally; else None."""
+    if os.environ.get(DISABLE_TIKTOKEN_VARIABLE) == "1" or encoding not in _ENCODING_URLS:
+        return None
+    try:
+        import tiktoken  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    cached = _tiktoken_cache_dir() / hashlib.sha1(_ENCODING_URLS[encoding].encode()).hexdigest()
+    if not cached.is_file():
+        return None
+    try:
+        return TiktokenCounter(tiktoken.get_encoding(encoding))
+    except Exception:  # noqa: BLE001 - a broken cache means we estimate instead
+        return None
+
+
+def counter_for(model: str) -> TokenCounter:
+    """The best counter available offline for a model."""
+    name = (model.partition("/")[2] or model).lower()
+    encoding = "cl100k_base" if name.startswith(("gpt-4-", "gpt-3.5")) or name == "gpt-4" else "o200k_base"
+    return local_tiktoken(encoding) or EstimateCounter()
+
+
+def message_text(message: Message) -> str:
+    """The text of a message that a provider sends: content, tool names and arguments."""
+    parts = [message.content]
+    for call in message.tool_calls:
+        parts.append(call.name)
+        parts.append(call.arguments)
+    return "\n".join(p for p in parts if p)
+
+
+def count_message(counter: TokenCounter, message: Message) -> int:
+    """Tokens one message takes in a request, with its per-message overhead."""
+    return counter.count(message_text(message)) + MESSAGE_OVERHEAD

@@ -1,0 +1,339 @@
+"""The pager inside a real agent (LanceDB in a temp home): alert, eviction, summaries, failure paths."""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+from agentos.agent.agent import Agent
+from agentos.agent.context import repair_context
+from agentos.agent.state import AgentSettings, PagerSettings
+from agentos.chat import Repl
+from agentos.cli import main as cli_main
+from agentos.errors import ContextOverflowError, ServerError
+from agentos.events import MessagesEvicted, Notice, TurnFailed, TurnFinished, UsageReported
+from agentos.messages import Message, Usage
+from agentos.providers import ModelRequest, ScriptedProvider, Step
+from agentos.tools import tool
+
+ALERT = "[System alert: memory pressure]"
+WINDOW = 2000
+
+
+class Summarizer(ScriptedProvider):
+    """Writes 'S<n>: ...' summaries and remembers what it was asked."""
+
+    def __init__(self, behaviour: Any = None) -> None:
+        super().__init__(self._reply, context_window=WINDOW)
+        self.behaviour = behaviour
+
+    def _reply(self, request: ModelRequest) -> Any:
+        if self.behaviour is not None:
+            return self.behaviour(request)
+        return f"S{len(self.requests)}: the user talked about numbered topics."
+
+
+def make_agent(name: str = "pg", window: int = WINDOW, summarizer: Any = None, reply: Any = "ok",
+               tools: tuple = (), tool_output_limit: int = 4000, **pager: Any) -> Agent:
+    provider = ScriptedProvider(lambda request: reply(request) if callable(reply) else reply, context_window=window)
+    settings = AgentSettings(pager=PagerSettings(**pager), tool_output_limit=tool_output_limit)
+    agent = Agent.create(name, provider=provider, settings=settings, tools=tools)
+    agent.pager.summarizer = summarizer if summarizer is not None else Summarizer()
+    return agent
+
+
+def talk(agent: Agent, turns: int, size: int = 300, start: int = 0) -> list[Any]:
+    events: list[Any] = []
+    for i in range(start, start + turns):
+        events.extend(agent.turn(f"topic {i}: " + "words " * (size // 6)))
+    return events
+
+
+def requests(agent: Agent) -> list[ModelRequest]:
+    return agent.provider.requests  # type: ignore[attr-defined, no-any-return]
+
+
+def test_alert_once_per_pressure_episode_as_a_message() -> None:
+    agent = make_agent(evict_at=0.99, target=0.5)
+    events = talk(agent, 14)
+    alerts = [m for m in agent.context if m.content.startswith(ALERT)]
+    notices = [e for e in events if isinstance(e, Notice) and "memory pressure" in e.text]
+    assert len(alerts) == 1 and len(notices) == 1
+    assert alerts[0].role == "user" and "Save anything that matters" in alerts[0].content
+    assert not any(isinstance(e, MessagesEvicted) for e in events)
+    statics = {r.system_static for r in requests(agent)}
+    assert len(statics) == 1  # the static system prompt stays byte-stable
+    assert ALERT not in next(iter(statics))
+
+
+def test_a_new_episode_alerts_again_after_eviction() -> None:
+    agent = make_agent()
+    events = talk(agent, 40)
+    evictions = [e for e in events if isinstance(e, MessagesEvicted)]
+    alerts = [e for e in events if isinstance(e, Notice) and "memory pressure" in e.text]
+    assert len(evictions) >= 2
+    assert 2 <= len(alerts) <= len(evictions) + 1  # one per episode, not one per call
+
+
+def test_eviction_keeps_the_context_under_the_window_and_the_history_in_recall() -> None:
+    agent = make_agent()
+    events = talk(agent, 40)
+    evictions = [e for e in events if isinstance(e, MessagesEvicted)]
+    assert evictions and all(e.summarized and e.tokens_after < e.tokens_before for e in evictions)
+    assert all(e.tokens_after <= int(WINDOW * 0.6) for e in evictions)
+    reported = [e.usage.input_tokens for e in events if isinstance(e, UsageReported)]
+    assert max(reported) <= WINDOW * 0.9
+    assert all(isinstance(e, TurnFinished) for e in events if isinstance(e, (TurnFinished, TurnFailed)))
+    # the evicted messages are still in recall, and the prompt's metadata counts them
+    assert agent.store.count_messages(agent.id) == agent.state.message_count
+    hidden = agent.state.message_count - len(agent.context)
+    assert hidden > 0
+    request = agent.build_request()
+    assert f"({hidden} older ones are out of your context)" in request.system_dynamic
+    # the summary sits right after the system prompt
+    first = request.messages[0]
+    assert first.role == "user" and agent.state.summary in first.content and f"{hidden} older messages" in first.content
+
+
+def test_summaries_are_recursive_and_persisted() -> None:
+    summarizer = Summarizer()
+    agent = make_agent(summarizer=summarizer)
+    talk(agent, 40)
+    assert len(summarizer.requests) >= 2
+    second = summarizer.requests[1].messages[0].content
+    assert "<previous_summary>\nS1: the user talked about numbered topics.\n</previous_summary>" in second
+    assert agent.state.summary == f"S{len(summarizer.requests)}: the user talked about numbered topics."
+    agent.close()
+    loaded = Agent.load("pg", provider=ScriptedProvider(["fine"], context_window=WINDOW))
+    assert loaded.state.summary == agent.state.summary
+    assert [m.id for m in loaded.context] == [m.id for m in agent.context]
+    assert loaded.build_request().messages[0].content == agent.build_request().messages[0].content
+    # the calibration to the provider's counts survives too, so a reload does not over-count
+    assert loaded.pager.counts().total == agent.pager.counts().total
+
+
+def test_tool_calls_are_never_separated_from_their_results() -> None:
+    @tool
+    def lookup(key: str) -> str:
+        """Look something up.
+
+        Args:
+            key: What to look up.
+        """
+        return "value " * 40
+
+    def reply(request: ModelRequest) -> Step:
+        if request.messages[-1].role == "user":
+            return Step("", tool_calls=[("lookup", {"key": "a"}), ("lookup", {"key": "b"})])
+        return Step("done")
+
+    agent = make_agent(reply=reply, tools=(lookup,))
+    events = talk(agent, 25)
+    assert any(isinstance(e, MessagesEvicted) for e in events)
+    for request in requests(agent):
+        body = [m for m in request.messages if m.id != "summary"]
+        assert repair_context(body) == body  # every call has its results, every result its call
+        assert body[0].role != "tool"
+
+
+def test_the_last_three_messages_are_never_evicted() -> None:
+    agent = make_agent()
+    talk(agent, 12)
+    last = [m.id for m in agent.context[-3:]]
+    events = agent.compact()
+    assert isinstance(events[0], MessagesEvicted) and events[0].count > 0
+    assert [m.id for m in agent.context] == last
+    assert agent.state.summary.startswith("S1")
+
+
+def _fallback(agent: Agent) -> MessagesEvicted:
+    talk(agent, 10)
+    events = agent.compact()
+    assert isinstance(events[0], MessagesEvicted)
+    assert "were removed from context without a summary" in agent.state.summary
+    assert len(agent.context) == 3
+    finished = list(agent.turn("still there?"))
+    assert isinstance(finished[-1], TurnFinished)  # usable afterwards
+    return events[0]
+
+
+def test_summarizer_failure_evicts_with_a_marker() -> None:
+    event = _fallback(make_agent(summarizer=Summarizer(lambda r: ServerError("summarizer down"))))
+    assert not event.summarized and "summarizer failed (ServerError: summarizer down)" in event.note
+
+
+def test_summarizer_timeout_evicts_with_a_marker() -> None:
+    def slow(request: ModelRequest) -> str:
+        time.sleep(1.0)
+        return "late"
+
+    event = _fallback(make_agent(summarizer=Summarizer(slow), summary_timeout_s=0.05))
+    assert not event.summarized and "timed out" in event.note
+
+
+def test_summary_that_is_too_long_evicts_with_a_marker() -> None:
+    event = _fallback(make_agent(summarizer=Summarizer(lambda r: "blah " * 2000)))
+    assert not event.summarized and "too long" in event.note
+
+
+def test_empty_summary_evicts_with_a_marker() -> None:
+    event = _fallback(make_agent(summarizer=Summarizer(lambda r: "   ")))
+    assert not event.summarized and "empty" in event.note
+
+
+def test_repeated_failures_merge_into_one_bounded_marker() -> None:
+    agent = make_agent(summarizer=Summarizer(lambda r: ServerError("down")))
+    talk(agent, 6)
+    agent.compact()
+    first = agent.state.summary
+    talk(agent, 6, start=6)
+    agent.compact()
+    assert agent.state.summary.count("earlier messages were removed") == 1
+    assert int(agent.state.summary.split()[0][1:]) > int(first.split()[0][1:])
+
+
+def test_previous_summary_survives_a_failed_summary() -> None:
+    calls = {"n": 0}
+
+    def flaky(request: ModelRequest) -> Any:
+        calls["n"] += 1
+        return "S-first: the user likes tea." if calls["n"] == 1 else ServerError("down")
+
+    agent = make_agent(summarizer=Summarizer(flaky))
+    talk(agent, 6)
+    agent.compact()
+    talk(agent, 6, start=6)
+    agent.compact()
+    assert agent.state.summary.startswith("S-first: the user likes tea.\n[")
+
+
+def test_a_giant_tool_result_is_truncated_and_kept_whole_in_recall() -> None:
+    @tool
+    def dump() -> str:
+        """Return a huge document."""
+        return "line of a huge document\n" * 2000
+
+    def reply(request: ModelRequest) -> Step:
+        last = request.messages[-1]
+        return Step("", tool_calls=[("dump", {})]) if last.role == "user" and "dump" in last.content else Step("ok")
+
+    agent = make_agent(reply=reply, tools=(dump,), tool_output_limit=100_000)
+    events = list(agent.turn("please dump"))
+    assert isinstance(events[-1], TurnFinished)
+    evictions = [e for e in events if isinstance(e, MessagesEvicted)]
+    assert evictions and "truncated 1 oversized message" in evictions[0].note
+    result = next(m for m in agent.context if m.role == "tool")
+    assert "[truncated by the pager" in result.content
+    assert max(e.usage.input_tokens for e in events if isinstance(e, UsageReported)) <= WINDOW
+    agent.close()
+    stored = agent.store.get_messages(agent.id, [result.id])[0]
+    assert len(stored.content) == len("line of a huge document\n" * 2000)
+    assert isinstance(list(agent.turn("and now?"))[-1], TurnFinished)
+
+
+def test_overflow_error_compacts_and_retries() -> None:
+    agent = make_agent()
+    talk(agent, 6)
+    overflow = ContextOverflowError("prompt is too long")
+    agent.provider = ScriptedProvider([overflow, overflow, "recovered"], context_window=WINDOW)
+    events = list(agent.turn("hello"))
+    assert isinstance(events[-1], TurnFinished) and events[-1].reply.content == "recovered"
+    retries = [e for e in events if isinstance(e, Notice) and "rejected the request as too long" in e.text]
+    assert len(retries) == 2
+    assert any(isinstance(e, MessagesEvicted) for e in events)
+    sizes = [len(r.messages) for r in agent.provider.requests]
+    assert sizes[-1] < sizes[0]
+
+
+def test_overflow_retries_are_bounded_and_the_agent_stays_usable() -> None:
+    agent = make_agent(overflow_retries=2)
+    talk(agent, 4)
+    overflow = ContextOverflowError("prompt is too long")
+    agent.provider = ScriptedProvider([overflow] * 3 + ["back"], context_window=WINDOW)
+    events = list(agent.turn("hello"))
+    assert isinstance(events[-1], TurnFailed) and events[-1].kind == "ContextOverflowError"
+    assert len(agent.provider.requests) == 3
+    assert isinstance(list(agent.turn("again"))[-1], TurnFinished)
+
+
+def test_a_system_prompt_over_the_window_fails_clearly_at_the_start() -> None:
+    provider = ScriptedProvider(["hi"], context_window=WINDOW)
+    agent = Agent.create("big", provider=provider, persona="I am verbose. " * 800)
+    events = list(agent.turn("hello"))
+    assert len(events) == 1 and isinstance(events[0], TurnFailed)
+    assert events[0].steps == 0 and "system prompt alone takes" in events[0].error
+    assert "context window of 2,000 tokens" in events[0].error
+    assert agent.context == [] and provider.requests == []
+    agent.state.settings.context_window = 32_000
+    assert isinstance(list(agent.turn("hello"))[-1], TurnFinished)
+
+
+def test_pressure_is_measured_on_reported_input_tokens_not_output() -> None:
+    big_output = Step("ok", usage=Usage(input_tokens=100, output_tokens=50_000))
+    agent = make_agent()
+    agent.provider = ScriptedProvider(lambda r: big_output, context_window=WINDOW)
+    events = talk(agent, 3, size=60)
+    assert not any(isinstance(e, (Notice, MessagesEvicted)) for e in events)
+    big_input = Step("ok", usage=Usage(input_tokens=1900, output_tokens=5))
+    agent.provider = ScriptedProvider(lambda r: big_input, context_window=WINDOW)
+    events = talk(agent, 3, size=60, start=3)
+    assert any(isinstance(e, MessagesEvicted) for e in events)  # ground truth says 95%: evict
+
+
+def test_breakdown_has_every_part() -> None:
+    agent = make_agent()
+    talk(agent, 12)
+    agent.compact()
+    b = agent.context_breakdown()
+    assert b["window"] == WINDOW and b["summary"] > 0 and b["message_count"] == 3
+    assert b["total"] == b["system"] + b["memory"] + b["tools"] + b["summary"] + b["messages"] + b["correction"]
+    assert b["last_reported"] == agent.last_usage.input_tokens  # type: ignore[union-attr]
+
+
+def test_repl_summarize_and_context_commands() -> None:
+    agent = make_agent()
+    talk(agent, 8)
+    lines = iter(["/context", "/summarize", "/summarize", "/exit"])
+    out = io.StringIO()
+    Repl(agent, read=lambda prompt: next(lines), out=out).run()
+    text = out.getvalue()
+    assert "system instructions" in text and "tool schemas" in text
+    assert "old messages moved out of context, summarized" in text
+    assert "nothing to compact" in text
+
+
+def test_cli_compact_and_show(capsys: Any) -> None:
+    agent = Agent.create("clidemo", model="scripted/demo")
+    for text in ["my name is Ada", "what is my name?", "hello", "hello again"]:
+        list(agent.turn(text))
+    agent.close()
+    assert cli_main(["show", "clidemo"]) == 0
+    shown = capsys.readouterr().out
+    assert "Context:" in shown and "of 8,192 tokens" in shown and "messages (10)" in shown
+    assert cli_main(["compact", "clidemo"]) == 0
+    assert "old messages moved out of context, summarized" in capsys.readouterr().out
+    assert cli_main(["show", "clidemo"]) == 0
+    assert "messages (3)" in capsys.readouterr().out
+    loaded = Agent.load("clidemo")
+    assert len(loaded.context) == 3 and loaded.state.summary.startswith("The user said: my name is Ada")
+
+
+def test_the_summarizer_request_is_bounded_by_its_own_window() -> None:
+    small = Summarizer()
+    small.context_window = 600
+    agent = make_agent(summarizer=small)
+    talk(agent, 12)
+    agent.compact()
+    prompt = small.requests[0].messages[0].content
+    assert "messages omitted ...]" in prompt and "topic 0:" in prompt
+    assert len(prompt) // 4 < 600
+    assert small.requests[0].tools == [] and small.requests[0].max_output_tokens
+
+
+def test_a_separate_summary_model_can_be_configured() -> None:
+    agent = make_agent(summary_model="scripted/demo")
+    agent.pager.summarizer = None
+    assert agent.pager.summarizer_provider().model == "demo"
+    plain = Agent.create("own", provider=ScriptedProvider(["x"]))
+    assert plain.pager.summarizer_provider() is plain.provider

@@ -1,0 +1,79 @@
+"""Property test of the whole agent: random conversations never leave it stuck or over the window."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentos.agent.agent import Agent
+from agentos.agent.context import repair_context
+from agentos.agent.state import AgentSettings
+from agentos.errors import ContextOverflowError, ServerError
+from agentos.events import TurnFailed, TurnFinished
+from agentos.providers import ModelRequest, ScriptedProvider, Step
+from agentos.providers.scripted import estimate_tokens
+from agentos.tools import tool
+
+WINDOW = 2500
+_names = itertools.count()
+
+
+@tool
+def fetch(size: int) -> str:
+    """Fetch a document of about `size` characters.
+
+    Args:
+        size: How many characters to return.
+    """
+    return ("data " * (size // 5 + 1))[:size]
+
+
+def strict_model(plan: list[tuple[int, int]], limit: int) -> Any:
+    """A model that rejects requests over `limit` tokens, as a real provider does, and calls tools on request."""
+
+    def reply(request: ModelRequest) -> Any:
+        if estimate_tokens(request) > limit:
+            return ContextOverflowError("prompt is too long")
+        last = request.messages[-1]
+        if last.role == "user" and last.content.startswith("call"):
+            calls, size = plan[int(last.content.split()[1])]
+            return Step("", tool_calls=[("fetch", {"size": size})] * calls)
+        return Step("reply " * 10)
+
+    return reply
+
+
+turns = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 30_000), st.integers(20, 4000)), min_size=1, max_size=25
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(turns, st.booleans(), st.sampled_from([1.0, 0.6]))
+def test_random_conversations_never_get_stuck(script: list[tuple[int, int, int]], summarizer_fails: bool,
+                                              real_share: float) -> None:
+    """`real_share` < 1: the model really accepts less than the window the agent was told (overflow errors)."""
+    limit = int(WINDOW * real_share)
+    plan = [(calls, size) for calls, size, _ in script]
+    provider = ScriptedProvider(strict_model(plan, limit), context_window=WINDOW)
+    agent = Agent.create(f"prop{next(_names)}", provider=provider, tools=[fetch],
+                         settings=AgentSettings(tool_output_limit=40_000))
+    agent.pager.summarizer = ScriptedProvider(
+        lambda r: ServerError("down") if summarizer_fails else "A short summary.", context_window=WINDOW)
+    for index, (calls, _, text_size) in enumerate(script):
+        text = f"call {index} " + "x" * text_size if calls else "talk " + "y" * text_size
+        events = list(agent.turn(text))
+        assert isinstance(events[-1], TurnFinished), events[-1]
+        assert not any(isinstance(e, TurnFailed) for e in events)
+    for request in provider.requests:
+        body = [m for m in request.messages if m.id != "summary"]
+        assert repair_context(body) == body
+    rejected = [estimate_tokens(r) > limit for r in provider.requests]
+    longest = max((len(list(g)) for value, g in itertools.groupby(rejected) if value), default=0)
+    assert longest <= agent.state.settings.pager.overflow_retries  # retries are bounded
+    if real_share == 1.0:
+        assert not any(rejected)  # the pager keeps every request under the real window
+    assert agent.store.count_messages(agent.id) == agent.state.message_count

@@ -1,0 +1,122 @@
+"""Token counting: the calibrated estimator, offline-only tiktoken detection, context windows."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from agentos.agent.agent import Agent
+from agentos.agent.state import AgentSettings
+from agentos.messages import Message, ToolCall
+from agentos.providers import ScriptedProvider
+from agentos.tokens import (
+    DEFAULT_CONTEXT_WINDOW,
+    MESSAGE_OVERHEAD,
+    EstimateCounter,
+    TiktokenCounter,
+    count_message,
+    counter_for,
+    known_context_window,
+    local_tiktoken,
+)
+
+
+def test_estimator_is_conservative_until_calibrated() -> None:
+    counter = EstimateCounter()
+    assert counter.count("") == 0
+    assert counter.count("x" * 400) == 130  # bytes/4 x 1.3
+    counter.calibrate(4000, 1000)
+    assert counter.count("x" * 400) == 100
+    counter.calibrate(4000, 2000)  # later reports are averaged in
+    assert counter.count("x" * 400) == 150
+
+
+def test_estimator_ignores_tiny_or_empty_samples() -> None:
+    counter = EstimateCounter()
+    counter.calibrate(50, 40)
+    counter.calibrate(5000, 0)
+    assert counter.count("x" * 400) == 130
+
+
+def test_estimator_counts_bytes_not_characters() -> None:
+    assert EstimateCounter(0.25).count("é" * 100) == 50
+
+
+def test_message_count_includes_tool_calls_and_overhead() -> None:
+    counter = EstimateCounter(0.25)
+    plain = count_message(counter, Message.user("x" * 40))
+    assert plain == 10 + MESSAGE_OVERHEAD
+    call = Message.assistant("", [ToolCall(id="c", name="search", arguments='{"q": "' + "y" * 100 + '"}')])
+    assert count_message(counter, call) > 25 + MESSAGE_OVERHEAD
+
+
+def test_tiktoken_is_not_installed_so_we_estimate() -> None:
+    if "tiktoken" in sys.modules or _installed("tiktoken"):
+        pytest.skip("tiktoken is installed here")
+    assert local_tiktoken() is None
+    assert isinstance(counter_for("openai/gpt-4o"), EstimateCounter)
+
+
+def _installed(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+class _FakeEncoding:
+    name = "o200k_base"
+
+    def encode(self, text: str, disallowed_special: object = ()) -> list[int]:
+        return list(range(len(text.split())))
+
+
+def _fake_tiktoken(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    loaded: list[str] = []
+    module = types.ModuleType("tiktoken")
+
+    def get_encoding(name: str) -> _FakeEncoding:
+        loaded.append(name)
+        return _FakeEncoding()
+
+    module.get_encoding = get_encoding  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tiktoken", module)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    return loaded
+
+
+def test_tiktoken_is_used_only_when_its_encoding_is_cached(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    loaded = _fake_tiktoken(monkeypatch, tmp_path)
+    assert local_tiktoken("o200k_base") is None  # not cached: never downloaded
+    assert loaded == []
+    url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+    (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_text("cached")
+    counter = counter_for("openai/gpt-4o")
+    assert isinstance(counter, TiktokenCounter) and loaded == ["o200k_base"]
+    assert counter.count("three little words") == 3
+    monkeypatch.setenv("AGENTOS_NO_TIKTOKEN", "1")
+    assert isinstance(counter_for("openai/gpt-4o"), EstimateCounter)
+
+
+def test_known_windows_by_family() -> None:
+    assert known_context_window("openai/gpt-4o-mini") == 128_000
+    assert known_context_window("openai/gpt-4.1-mini") == 1_047_576
+    assert known_context_window("gpt-4") == 8_192
+    assert known_context_window("anthropic/claude-sonnet-4-5") == 200_000
+    assert known_context_window("acme/unknown-model") is None
+
+
+def test_window_override_then_provider_then_family_then_default() -> None:
+    provider = ScriptedProvider(["x"], context_window=50_000)
+    agent = Agent.create("w1", provider=provider, settings=AgentSettings(context_window=4096))
+    assert agent.pager.window == 4096
+    agent = Agent.create("w2", provider=provider)
+    assert agent.pager.window == 50_000
+    provider.context_window = 0
+    agent = Agent.create("w3", model="anthropic/claude-x", provider=provider)
+    assert agent.pager.window == 200_000
+    agent = Agent.create("w4", model="acme/thing", provider=provider)
+    assert agent.pager.window == DEFAULT_CONTEXT_WINDOW
