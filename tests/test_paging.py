@@ -337,3 +337,24 @@ def test_a_separate_summary_model_can_be_configured() -> None:
     assert agent.pager.summarizer_provider().model == "demo"
     plain = Agent.create("own", provider=ScriptedProvider(["x"]))
     assert plain.pager.summarizer_provider() is plain.provider
+
+
+def test_an_eviction_is_saved_even_when_the_turn_then_fails() -> None:
+    calls = {"n": 0}
+
+    def reply(request: ModelRequest) -> Any:
+        calls["n"] += 1
+        if calls["n"] > 12:
+            raise ServerError("the model is down")
+        return "ok"
+
+    agent = make_agent(reply=reply)
+    talk(agent, 12)
+    before = len(agent.context)
+    events = list(agent.turn("topic 99: " + "words " * 200))
+    assert isinstance(events[-1], TurnFailed)
+    assert any(isinstance(e, MessagesEvicted) and e.count for e in events)
+    reloaded = Agent.load("pg", provider=ScriptedProvider([]))
+    assert [m.id for m in reloaded.context] == [m.id for m in agent.context]
+    assert len(reloaded.context) < before
+    assert reloaded.state.summary == agent.state.summary != ""

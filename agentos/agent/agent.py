@@ -82,6 +82,7 @@ class Agent:
         self._pending_edits: list[MemoryEdit] = []
         self._unreported_edits: list[MemoryEdit] = []
         self.last_usage: Usage | None = None
+        self.context_changed = False  # set by the pager when it evicts or truncates
         self.pager = Pager(self)
 
     # -- life cycle --------------------------------------------------------------------------
@@ -249,7 +250,8 @@ class Agent:
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._pending or self._pending_edits)
+        """Whether anything changed since the last save (messages, edits, or the context itself)."""
+        return bool(self._pending or self._pending_edits or self.context_changed)
 
     def _commit(self) -> None:
         """Hand the step to the store's writer: new messages, memory edits and state.
@@ -262,7 +264,7 @@ class Agent:
         self.state.last_active_at = utc_now()
         self.state.rev += 1
         messages, edits = self._pending, self._pending_edits
-        self._pending, self._pending_edits = [], []
+        self._pending, self._pending_edits, self.context_changed = [], [], False
         self.store.commit_step(
             name=self.state.name,
             agent_id=self.state.id,

@@ -210,6 +210,7 @@ class Pager:
     def _apply(self, p: Plan) -> MessagesEvicted:
         agent = self.agent
         before = self.counts().total
+        agent.context_changed = True
         for index, keep in p.truncate:
             agent.context[index] = self._truncated(agent.context[index], keep)
         evicted = agent.context[: p.evict]
