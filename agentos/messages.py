@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -44,6 +44,8 @@ class Message(BaseModel):
     name: str | None = None
     is_error: bool = False
     created_at: datetime = Field(default_factory=utc_now)
+    # (counter kind, content length, measure): the pager's cached size of this message; not serialized
+    _size: tuple[str, int, int] | None = PrivateAttr(default=None)
 
     @classmethod
     def user(cls, text: str) -> "Message":

@@ -143,3 +143,40 @@ def message_text(message: Message) -> str:
 def count_message(counter: TokenCounter, message: Message) -> int:
     """Tokens one message takes in a request, with its per-message overhead."""
     return counter.count(message_text(message)) + MESSAGE_OVERHEAD
+
+
+class MessageSizes:
+    """Per-message token counts with a cache, so a call recounts only the messages that are new.
+
+    Each message carries its raw measure (bytes for the estimator, tokens for tiktoken) in
+    `Message._size`, so a recalibrated ratio applies at once without recounting.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._estimating = isinstance(counter, EstimateCounter)
+        self._kind = "bytes" if self._estimating else counter.name
+
+    def _measure(self, message: Message) -> int:
+        private = message.__pydantic_private__  # plain dict access: this runs for every message of every call
+        cached = private.get("_size") if private is not None else None
+        if cached is not None and cached[0] == self._kind and cached[1] == len(message.content):
+            return cached[2]
+        text = message_text(message)
+        measure = len(text.encode("utf-8")) if self._estimating else self.counter.count(text)
+        if private is not None:
+            private["_size"] = (self._kind, len(message.content), measure)
+        return measure
+
+    def nbytes(self, message: Message) -> int:
+        """UTF-8 size of the message's text (measured once when estimating)."""
+        if self._estimating:
+            return self._measure(message)
+        return len(message_text(message).encode("utf-8"))
+
+    def tokens(self, message: Message) -> int:
+        """Tokens the message takes in a request, with its per-message overhead."""
+        measure = self._measure(message)
+        if self._estimating:
+            measure = math.ceil(measure * self.counter.tokens_per_byte) if measure else 0  # type: ignore[attr-defined]
+        return measure + MESSAGE_OVERHEAD

@@ -15,6 +15,7 @@ from agentos.providers.base import ModelRequest, Provider, complete
 from agentos.tokens import (
     DEFAULT_CONTEXT_WINDOW,
     EstimateCounter,
+    MessageSizes,
     MESSAGE_OVERHEAD,
     count_message,
     counter_for,
@@ -68,6 +69,7 @@ class Pager:
     def __init__(self, agent: "Agent") -> None:
         self.agent = agent
         self.counter = counter_for(agent.state.model)
+        self.sizes = MessageSizes(self.counter)
         self.summarizer: Provider | None = None
         self.offset = agent.state.token_offset  # provider-reported minus estimated tokens of the last request
         if agent.state.token_ratio and isinstance(self.counter, EstimateCounter):
@@ -113,19 +115,19 @@ class Pager:
             self._tools_text = json.dumps([t.openai_schema() for t in tools], separators=(",", ":"))
         return self._tools_text
 
-    def counts(self, request: ModelRequest | None = None, *, offset: bool = True) -> Counts:
-        """Token counts per part of a request (default: the next one)."""
+    def counts(self, request: ModelRequest | None = None, *, offset: bool = True, fixed_only: bool = False) -> Counts:
+        """Token counts per part of a request (default: the next one); `fixed_only` skips the messages."""
         request = request or self.agent.build_request()
-        messages = request.messages
+        messages = [] if fixed_only else request.messages
         summary = 0
         if messages and messages[0].id == SUMMARY_ID:
-            summary, messages = count_message(self.counter, messages[0]), messages[1:]
+            summary, messages = self.sizes.tokens(messages[0]), messages[1:]
         return Counts(
             system=self.counter.count(request.system_static),
             memory=self.counter.count(request.system_dynamic),
             tools=self.counter.count(self._tools(request.tools)),
             summary=summary,
-            messages=tuple(count_message(self.counter, m) for m in messages),
+            messages=tuple(self.sizes.tokens(m) for m in messages),
             offset=self.offset if offset else 0,
         )
 
@@ -135,8 +137,7 @@ class Pager:
         reported = usage.input_tokens
         if reported > 0:
             texts = [request.system_static, request.system_dynamic, self._tools(request.tools)]
-            texts += [message_text(m) for m in request.messages]
-            nbytes = sum(len(t.encode("utf-8")) for t in texts)
+            nbytes = sum(len(t.encode("utf-8")) for t in texts) + sum(self.sizes.nbytes(m) for m in request.messages)
             self.counter.calibrate(nbytes, reported - MESSAGE_OVERHEAD * len(request.messages))
             self.offset = reported - self.counts(request, offset=False).total
             self.agent.state.token_offset = self.offset
@@ -160,7 +161,7 @@ class Pager:
 
     def preflight(self) -> str | None:
         """Why no turn can run (the system prompt alone exceeds the window), or None."""
-        c, b = self.counts(), self.budget()
+        c, b = self.counts(fixed_only=True), self.budget()
         if c.fixed <= b.window:
             return None
         return plan([], Counts(c.system, c.memory, c.tools), b).reason + (

@@ -33,6 +33,7 @@ def _environment(prompt_dir: str | None) -> jinja2.Environment:
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=False,
         keep_trailing_newline=False,
+        auto_reload=False,  # templates are read once per process; no stat() on every render
         undefined=jinja2.StrictUndefined,
     )
 
