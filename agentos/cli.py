@@ -89,6 +89,13 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return Repl(agent).run()
 
 
+def cmd_tui(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+    from agentos.tui.app import run_tui  # textual is imported only here
+
+    return run_tui(Agent.load(args.name))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
     from agentos.chat import Repl
@@ -156,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
 
     p = add("chat", cmd_chat, "chat with an agent in the terminal")
+    p.add_argument("name")
+
+    p = add("tui", cmd_tui, "full-screen chat with a live core memory panel")
     p.add_argument("name")
 
     p = add("demo", cmd_demo, "chat with an offline demo agent (no API key needed)")

@@ -1,0 +1,40 @@
+"""Textual messages the turn worker posts to the app (the worker thread never touches widgets)."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from agentos.events import Event
+from agentos.tui.status import StatusInfo
+
+
+class AgentEvent(Message):
+    """One event of the running turn."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class StatusChanged(Message):
+    """Fresh numbers for the status line, computed on the worker thread."""
+
+    def __init__(self, info: StatusInfo) -> None:
+        super().__init__()
+        self.info = info
+
+
+class TurnError(Message):
+    """The turn raised instead of yielding TurnFailed."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class TurnEnded(Message):
+    """The worker is done with the turn; `cancelled` if the user stopped it."""
+
+    def __init__(self, cancelled: bool) -> None:
+        super().__init__()
+        self.cancelled = cancelled
