@@ -10,6 +10,7 @@ from agentos.agent.agent import Agent
 from agentos.agent.context import repair_context
 from agentos.agent.state import AgentSettings, PagerSettings
 from agentos.errors import ServerError
+from agentos.events import TextDelta
 from agentos.providers import ModelRequest, ScriptedProvider, Step
 from agentos.tui.app import AgentApp
 from agentos.tui.widgets import BlockView, Reply
@@ -68,7 +69,7 @@ def test_failed_turn_shows_one_error_line_and_next_turn_works() -> None:
     async def test(app: AgentApp, pilot: Any) -> None:
         await say(app, pilot, "hello")
         errors = [t for t in app.conversation.texts() if t.startswith("error:")]
-        assert len(errors) == 1 and "down" in errors[0]
+        assert errors == ["error: down (ServerError)"]
         await say(app, pilot, "hello again")
         assert app.conversation.texts()[-1] == "tuifail> back again"
 
@@ -145,3 +146,19 @@ def test_exit_command_closes_the_agent() -> None:
     app = run(test, agent)
     assert app.closed and app.return_code == 0
     assert Agent.load("tuiexit", provider=ScriptedProvider([])).state.message_count == 2
+
+
+def test_an_exception_from_the_turn_is_one_error_line() -> None:
+    agent = Agent.create("tuiboom", provider=ScriptedProvider(["fine"]))
+
+    def broken(text: str) -> Any:
+        yield TextDelta(text="partial")
+        raise RuntimeError("storage exploded")
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        agent.turn = broken  # type: ignore[method-assign]
+        await say(app, pilot, "hello")
+        assert app.conversation.texts()[-2:] == ["tuiboom> partial", "error: RuntimeError: storage exploded"]
+        assert not app.busy and app.is_running
+
+    run(test, agent)

@@ -233,7 +233,8 @@ class AgentApp(App[int]):
         elif isinstance(event, Notice):
             self.conversation.add(f"! {event.text}", classes="info")
         elif isinstance(event, TurnFailed):
-            self.conversation.add(f"error: {event.error}", classes="error")
+            kind = "" if event.kind in event.error else f" ({event.kind})"
+            self.conversation.add(f"error: {event.error}{kind}", classes="error")
 
     def on_status_changed(self, message: StatusChanged) -> None:
         self._set_status(message.info)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -66,18 +67,24 @@ def block_text(block: Block) -> str:
     return f"[{block.label}] {len(block.value)}/{block.limit} chars{flag}\n{block.value or '(empty)'}"
 
 
+def _styled(block: Block) -> Text:
+    """The block's text with a bold header line (a Text, so values are never read as markup)."""
+    header, _, value = block_text(block).partition("\n")
+    return Text.assemble((header, "bold"), "\n", (value, "dim" if not block.value else ""))
+
+
 class BlockView(Static):
     """One core memory block; highlighted briefly after it changes."""
 
     def __init__(self, block: Block) -> None:
-        super().__init__(block_text(block), markup=False, id=f"block-{block.label}", classes="block")
+        super().__init__(_styled(block), id=f"block-{block.label}", classes="block")
         self.block_label = block.label
         self.text = block_text(block)
 
     def show(self, block: Block, highlight: bool = False) -> None:
         """Show the block's current value."""
         self.text = block_text(block)
-        self.update(self.text)
+        self.update(_styled(block))
         if highlight:
             self.add_class("changed")
             self.set_timer(HIGHLIGHT_SECONDS, lambda: self.remove_class("changed"))
