@@ -162,3 +162,21 @@ def test_an_exception_from_the_turn_is_one_error_line() -> None:
         assert not app.busy and app.is_running
 
     run(test, agent)
+
+
+def test_layout_keeps_status_line_and_input_clear_of_the_footer() -> None:
+    agent = Agent.create("tuilayout", provider=ScriptedProvider([]))
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        await pilot.pause()
+        screen = app.screen.region
+        status, prompt = app.status_line.region, app.query_one("#prompt").region
+        footer, memory = app.query_one("Footer").region, app.memory_panel.region
+        for region in (status, prompt, footer, memory):
+            assert region.area > 0 and screen.contains_region(region)
+        assert not status.overlaps(footer) and not prompt.overlaps(footer) and not status.overlaps(prompt)
+        assert status.bottom <= prompt.y and prompt.bottom <= footer.y
+        assert not memory.overlaps(app.conversation.region)
+        assert app.status_line.text.startswith("scripted/script · context ")
+
+    run(test, agent)

@@ -63,7 +63,7 @@ class AgentApp(App[int]):
     #prompt { height: 3; }
     """
     BINDINGS = [
-        Binding("escape", "cancel_turn", "Cancel reply", priority=True),
+        Binding("escape", "cancel_turn", "Cancel reply"),  # not priority: modal screens keep Escape
         Binding("ctrl+c", "quit", "Quit", priority=True),
     ]
 
