@@ -62,3 +62,20 @@ def test_group_commit_writes_every_step_of_a_burst() -> None:
     reloaded = Agent.load("sam", provider=ScriptedProvider([]))
     assert reloaded.state.rev == agent.state.rev
     assert [m.content for m in reloaded.context][-2:] == ["m49", "ok"]
+
+
+def test_merge_keeps_the_newest_state_and_concatenates_rows() -> None:
+    import pyarrow as pa
+
+    from agentos.storage.writer import StepBatch, merge
+
+    table = pa.table({"x": [3]})
+    batches = [
+        StepBatch(state_row={"agent_id": "a", "rev": 1}, rows={"messages": [{"id": 1}], "vectors": [{"x": 1}, {"x": 2}]}),
+        StepBatch(state_row={"agent_id": "b", "rev": 7}, rows={"messages": [], "vectors": table}),
+        StepBatch(state_row={"agent_id": "a", "rev": 2}, rows={"messages": [{"id": 2}]}),
+    ]
+    merged = merge(batches)
+    assert merged["agents"] == [{"agent_id": "a", "rev": 2}, {"agent_id": "b", "rev": 7}]
+    assert merged["messages"] == [{"id": 1}, {"id": 2}]
+    assert merged["vectors"].column("x").to_pylist() == [1, 2, 3]

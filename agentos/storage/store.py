@@ -91,6 +91,7 @@ class Store:
         state_json: str,
         messages: list[tuple[int, Message]],
         edits: list[MemoryEdit],
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Hand one step to the group-commit writer: its messages, memory edits and the new state.
 
@@ -101,17 +102,18 @@ class Store:
         """
         state_row = {"name": name, "agent_id": agent_id, "rev": rev,
                      "updated_at": datetime.now(timezone.utc), "state": state_json}
-        self._writer.submit(StepBatch(
-            state_row=state_row,
-            message_rows=[message_row(agent_id, seq, m) for seq, m in messages],
-            edit_rows=[edit_row(agent_id, e) for e in edits],
-        ))
+        rows: dict[str, Any] = {
+            "messages": [message_row(agent_id, seq, m) for seq, m in messages],
+            "memory_edits": [edit_row(agent_id, e) for e in edits],
+            **(extra or {}),
+        }
+        self._writer.submit(StepBatch(state_row=state_row, rows=rows))
 
     def flush(self) -> None:
         """Wait until every submitted step is written."""
         self._writer.flush()
 
-    def _write_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
+    def _write_rows(self, table: str, rows: Any) -> None:
         self.db.add(table, rows)
 
     def _committed(self, tables: list[str], batches: list[StepBatch]) -> None:

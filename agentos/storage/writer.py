@@ -16,32 +16,46 @@ from typing import Any, Callable
 from agentos.errors import StorageError
 
 
+Rows = Any  # a list of row dicts, or a pyarrow Table
+
+
 @dataclass
 class StepBatch:
-    """The rows one step writes: its messages and memory edits, and the agent's new state row."""
+    """The rows one step writes: the agent's new state row, and rows for other tables by name."""
 
     state_row: dict[str, Any] | None
-    message_rows: list[dict[str, Any]] = field(default_factory=list)
-    edit_rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: dict[str, Rows] = field(default_factory=dict)
 
 
-def merge(batches: list[StepBatch]) -> dict[str, list[dict[str, Any]]]:
+def _concat(parts: list[Rows]) -> Rows:
+    if all(isinstance(p, list) for p in parts):
+        return [row for part in parts for row in part]
+    import pyarrow as pa
+
+    schema = next(p.schema for p in parts if isinstance(p, pa.Table))
+    tables = [p if isinstance(p, pa.Table) else pa.Table.from_pylist(p, schema=schema) for p in parts]
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def merge(batches: list[StepBatch]) -> dict[str, Rows]:
     """Rows per table for a group of steps; only the newest state row of each agent is kept."""
     latest: dict[str, dict[str, Any]] = {}
+    parts: dict[str, list[Rows]] = {}
     for batch in batches:
         if batch.state_row is not None:
             latest[batch.state_row["agent_id"]] = batch.state_row
-    return {
-        "agents": list(latest.values()),
-        "messages": [row for b in batches for row in b.message_rows],
-        "memory_edits": [row for b in batches for row in b.edit_rows],
-    }
+        for table, rows in batch.rows.items():
+            if rows is not None and len(rows):
+                parts.setdefault(table, []).append(rows)
+    merged: dict[str, Rows] = {"agents": list(latest.values())} if latest else {}
+    merged.update({table: _concat(p) for table, p in parts.items()})
+    return merged
 
 
 class GroupCommitWriter:
     """One writer thread per store; `write(table, rows)` commits rows to one table."""
 
-    def __init__(self, write: Callable[[str, list[dict[str, Any]]], None],
+    def __init__(self, write: Callable[[str, Rows], None],
                  on_commit: Callable[[list[str], list[StepBatch]], None]) -> None:
         self._write = write
         self._on_commit = on_commit
@@ -99,7 +113,7 @@ class GroupCommitWriter:
                 self._cond.notify_all()
             self._thread.join(timeout=5)
 
-    def _write_tables(self, tables: list[str], rows: dict[str, list[dict[str, Any]]]) -> dict[str, BaseException]:
+    def _write_tables(self, tables: list[str], rows: dict[str, Rows]) -> dict[str, BaseException]:
         """Write each table's rows, the tables in parallel; return the failures by table."""
         failed: dict[str, BaseException] = {}
 
@@ -130,20 +144,17 @@ class GroupCommitWriter:
                 self._in_flight, self._queue = self._queue, []
             batches = self._in_flight
             rows = merge(batches)
-            tables = [table for table, table_rows in rows.items() if table_rows]
+            tables = list(rows)
             failed = self._write_tables(tables, rows)
             with self._cond:
                 self._in_flight = []
                 self._attempts += 1
                 if failed:
                     # Retry only the tables that failed, so no row is written twice.
-                    residual = StepBatch(
-                        state_row=rows["agents"][-1] if "agents" in failed else None,
-                        message_rows=rows["messages"] if "messages" in failed else [],
-                        edit_rows=rows["memory_edits"] if "memory_edits" in failed else [],
-                    )
-                    extra_states = [StepBatch(state_row=r) for r in rows["agents"][:-1]] if "agents" in failed else []
-                    self._queue = extra_states + [residual] + self._queue
+                    states = [StepBatch(state_row=r) for r in rows["agents"]] if "agents" in failed else []
+                    residual = StepBatch(state_row=None, rows={t: r for t, r in rows.items()
+                                                               if t in failed and t != "agents"})
+                    self._queue = states + [residual] + self._queue
                     self._error = next(iter(failed.values()))
                 else:
                     self._error = None
