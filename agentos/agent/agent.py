@@ -14,7 +14,9 @@ from agentos.messages import Message, Usage, utc_now
 from agentos.providers.base import ModelRequest, Provider
 from agentos.storage import Store
 from agentos.tools.decorator import Tool
+from agentos.memory.tiers import MemoryTiers
 from agentos.tools.memory_tools import core_memory_tools
+from agentos.tools.search_tools import search_tools
 from agentos.tools.registry import ToolRegistry
 
 PERSONA_DESCRIPTION = "Who you are: your personality, your role and how you speak."
@@ -63,6 +65,9 @@ class Agent:
         self.context: list[Message] = context or []
         self.prompts = PromptRenderer(state.settings.prompt_dir)
         self.tools = ToolRegistry(core_memory_tools(), output_limit=state.settings.tool_output_limit)
+        self.tiers = MemoryTiers(self)  # recall + archival search (issue 3)
+        for t in search_tools():
+            self.tools.add(t)
         for t in tools:
             self.tools.add(t)
         self.state.tool_names = [t.name for t in self.tools]
@@ -239,6 +244,7 @@ class Agent:
                 state_json=self.state.model_dump_json(),
                 messages=self._pending,
                 edits=self._pending_edits,
+                extra=self.tiers.commit_extra(self._pending),
             )
         except Exception:
             self.state.rev -= 1

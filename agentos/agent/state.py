@@ -32,6 +32,7 @@ class AgentSettings(BaseModel):
     tool_output_limit: int = 4000
     prompt_dir: str | None = None
     context_window: int | None = None
+    embedder: str = "none"  # recall/archival vectors: none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL
 
 
 class AgentState(BaseModel):

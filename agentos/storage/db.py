@@ -47,6 +47,23 @@ def storage_errors(action: str) -> Iterator[None]:
         raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
 
 
+FTS_COLUMNS = {"messages": "search_text", "archival": "text"}
+
+
+def ensure_fts(table: Any, column: str | None) -> None:
+    """Create the BM25 index on `column` unless it exists (rows added later are found at once)."""
+    if not column:
+        return
+    from lancedb.index import FTS
+
+    if not any(column in idx.columns and idx.index_type == "FTS" for idx in table.list_indices()):
+        table.create_index(column, config=FTS(), replace=True)
+
+
+def has_vector_index(table: Any) -> bool:
+    return any(idx.columns == ["vector"] for idx in table.list_indices())
+
+
 class Database:
     """One LanceDB database (a local directory or any LanceDB URI) holding every agent."""
 
@@ -72,12 +89,15 @@ class Database:
                 self._conn = lancedb.connect(self.uri, session=session, storage_options=self.storage_options)
         return self._conn
 
-    def table(self, name: str) -> Any:
-        """Open a table, creating it on first use; refuse one written by a newer agentos."""
+    def table(self, name: str, schema: pa.Schema | None = None) -> Any:
+        """Open a table, creating it on first use; refuse one written by a newer agentos.
+
+        Tables not in TABLES (per-agent archival and vector tables) pass their `schema`.
+        """
         with self._lock:
             if name in self._tables:
                 return self._tables[name]
-            expected = TABLES[name]
+            expected = schema if schema is not None else TABLES[name]
             conn = self.connection
             with storage_errors(f"open table {name!r} in {self.uri}"):
                 if name in conn.list_tables().tables:
@@ -93,6 +113,7 @@ class Database:
                         table = self._migrate(name, table, found)
                 else:
                     table = conn.create_table(name, schema=expected, exist_ok=True)
+                ensure_fts(table, FTS_COLUMNS.get(name) or FTS_COLUMNS.get(name.split("_", 1)[0]))
             self._tables[name] = table
             return table
 
@@ -100,11 +121,40 @@ class Database:
         # Version 1 is the first schema; later versions add their steps here.
         raise StorageError(f"table {name!r} has unknown schema version {found}; no migration exists.")
 
+    def exists(self, name: str) -> bool:
+        with storage_errors(f"list tables in {self.uri}"):
+            return name in self._tables or name in self.connection.list_tables().tables
+
+    def drop(self, name: str) -> None:
+        """Drop a table if it exists."""
+        with self._lock:
+            self._tables.pop(name, None)
+            with storage_errors(f"drop table {name!r}"):
+                if name in self.connection.list_tables().tables:
+                    self.connection.drop_table(name)
+
+    def count_rows(self, name: str) -> int | None:
+        """Rows in a table, or None when it does not exist (no schema or embedder checks)."""
+        with storage_errors(f"count rows of {name!r}"):
+            if name in self._tables:
+                return self._tables[name].count_rows()
+            if name not in self.connection.list_tables().tables:
+                return None
+            return self.connection.open_table(name).count_rows()
+
+    def cached(self, name: str) -> bool:
+        return name in self._tables
+
+    def forget(self, name: str) -> None:
+        """Drop a cached handle (after another handle replaced the table)."""
+        with self._lock:
+            self._tables.pop(name, None)
+
     def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
         """Append rows to a table in one commit."""
         if isinstance(rows, list) and not rows:
             return
         table = self.table(name)
-        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=TABLES[name])
+        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=table.schema)
         with storage_errors(f"write to {name!r}"):
             table.add(data)

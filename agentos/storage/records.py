@@ -21,7 +21,15 @@ def message_row(agent_id: str, seq: int, message: Message) -> dict[str, Any]:
         "name": message.name,
         "is_error": message.is_error,
         "created_at": message.created_at,
+        "search_text": search_text(message),
     }
+
+
+def search_text(message: Message) -> str | None:
+    """What recall's BM25 indexes: user and assistant speech only, never tool traffic."""
+    if message.role not in ("user", "assistant") or not message.content.strip():
+        return None
+    return f"{message.name}: {message.content}" if message.name else message.content
 
 
 def row_message(row: dict[str, Any]) -> Message:

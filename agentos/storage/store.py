@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,10 +12,13 @@ from typing import Any
 from agentos.errors import StorageError
 from agentos.memory.blocks import MemoryEdit
 from agentos.messages import Message
-from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.db import Database, has_vector_index, quote, storage_errors
 from agentos.storage.records import edit_row, message_row, row_message
+from agentos.storage.schemas import TABLES
 
+ANN_MIN_ROWS = 50_000  # archival tables get an HNSW-SQ index from this size
 COMPACT_EVERY_COMMITS = 100
+COMPACT_EVERY_SECONDS = 600.0  # also compact a table touched since, at most this often
 CLEANUP_OLDER_THAN = timedelta(minutes=2)
 KEEP_STATE_REVISIONS = 3
 
@@ -24,7 +28,7 @@ class Store:
 
     def __init__(self, uri: str | Path, storage_options: dict[str, str] | None = None) -> None:
         self.db = Database(uri, storage_options)
-        self._writers = ThreadPoolExecutor(max_workers=3, thread_name_prefix="agentos-write")
+        self._writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentos-write")
         self._maintenance = Maintenance(self)
 
     @property
@@ -52,6 +56,8 @@ class Store:
             self.db.table("agents").delete(f"name = {quote(name)}")
             self.db.table("messages").delete(f"agent_id = {quote(agent_id)}")
             self.db.table("memory_edits").delete(f"agent_id = {quote(agent_id)}")
+            for table in (f"archival_{agent_id}", f"recall_vectors_{agent_id}"):
+                self.db.drop(table)
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -87,6 +93,7 @@ class Store:
         state_json: str,
         messages: list[tuple[int, Message]],
         edits: list[MemoryEdit],
+        extra: dict[str, list[dict[str, Any]]] | None = None,
     ) -> None:
         """Write one step: its messages, its memory edits and the agent's new state.
 
@@ -106,11 +113,16 @@ class Store:
             jobs.append(self._writers.submit(self.db.add, "messages", rows))
         if edits:
             jobs.append(self._writers.submit(self.db.add, "memory_edits", [edit_row(agent_id, e) for e in edits]))
+        tables = ["agents", "messages", "memory_edits"][: len(jobs)]
+        for table, rows in (extra or {}).items():
+            if rows:
+                jobs.append(self._writers.submit(self.db.add, table, rows))
+                tables.append(table)
         errors = [job.exception() for job in jobs]
         for error in errors:
             if error is not None:
                 raise error
-        self._maintenance.committed(["agents", "messages", "memory_edits"][: len(jobs)], name, rev)
+        self._maintenance.committed(tables, name, rev)
 
     def add_messages(self, agent_id: str, messages: list[tuple[int, Message]]) -> None:
         """Bulk-append messages (imports, benchmarks) in one commit."""
@@ -154,12 +166,22 @@ class Maintenance:
         self._stale_states: dict[str, int] = {}
         self.runs = 0
         self.last_error: str | None = None
+        self.last_run = time.monotonic()
+
+    def touched(self, table: str) -> None:
+        """A write outside a step (archival inserts and deletes)."""
+        self.commits[table] = self.commits.get(table, 0) + 1
+        self._schedule()
 
     def committed(self, tables: list[str], name: str, rev: int) -> None:
         for table in tables:
             self.commits[table] = self.commits.get(table, 0) + 1
         self._stale_states[name] = rev
-        due = [t for t, n in self.commits.items() if n >= self.every]
+        self._schedule()
+
+    def _schedule(self) -> None:
+        overdue = time.monotonic() - self.last_run >= COMPACT_EVERY_SECONDS
+        due = [t for t, n in self.commits.items() if n >= self.every or (overdue and n > 0)]
         if due and (self._thread is None or not self._thread.is_alive()):
             for t in due:
                 self.commits[t] = 0
@@ -175,10 +197,24 @@ class Maintenance:
                         f"name = {quote(name)} AND rev <= {int(rev) - KEEP_STATE_REVISIONS}"
                     )
             for table in tables:
+                if table not in TABLES and not self.store.db.cached(table):
+                    continue  # dropped since (a deleted agent, a reindex)
+                # optimize() also folds new rows into the FTS and vector indexes
                 self.store.db.table(table).optimize(cleanup_older_than=CLEANUP_OLDER_THAN)
+                if table.startswith("archival_"):
+                    self._index_vectors(table)
             self.runs += 1
+            self.last_run = time.monotonic()
         except Exception as exc:  # noqa: BLE001 - maintenance must never break a turn
             self.last_error = str(exc)
+
+    def _index_vectors(self, table: str) -> None:
+        """Build the ANN index once an archival table is large (exact search is fine below)."""
+        from lancedb.index import HnswSq
+
+        handle = self.store.db.table(table)
+        if "vector" in handle.schema.names and not has_vector_index(handle) and handle.count_rows() >= ANN_MIN_ROWS:
+            handle.create_index("vector", config=HnswSq(distance_type="cosine"))
 
     def wait(self) -> None:
         if self._thread is not None:

@@ -1,0 +1,113 @@
+"""Recall memory: every message, searched by BM25 (and by meaning when an embedder is set)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from agentos.errors import ToolError
+from agentos.memory.embedders import Embedder
+from agentos.memory.search import (
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, date_clauses, fts_ids, rrf, vector_ids,
+)
+from agentos.memory.tables import open_embedded
+from agentos.messages import Message
+from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.records import search_text
+from agentos.storage.schemas import recall_vectors_schema
+
+SEARCH_ROLES = ("user", "assistant")
+
+
+def vectors_table_name(agent_id: str) -> str:
+    return f"recall_vectors_{agent_id}"
+
+
+class Recall:
+    """Searches one agent's messages; tool traffic and the agent's own search calls are left out."""
+
+    def __init__(self, db: Database, agent_id: str, embedder: Embedder) -> None:
+        self.db = db
+        self.agent_id = agent_id
+        self.embedder = embedder
+        self._vectors: Any = None
+
+    @property
+    def vectors(self) -> Any:
+        """The vector table, or None in BM25-only mode."""
+        if self._vectors is None and self.embedder.enabled:
+            schema = recall_vectors_schema(self.embedder.name, self.embedder.dim)
+            self._vectors = open_embedded(self.db, vectors_table_name(self.agent_id), schema, self.embedder, "recall memory")
+        return self._vectors
+
+    def vector_rows(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """Rows for the vector table: one per searchable message (embedded in one batch)."""
+        if not self.embedder.enabled:
+            return []
+        todo = [(m, t) for m in messages if (t := search_text(m))]
+        vectors = self.embedder.embed([t for _, t in todo]) if todo else []
+        return [
+            {"id": m.id, "role": m.role, "created_at": m.created_at, "vector": v} for (m, _), v in zip(todo, vectors)
+        ]
+
+    def _where(self, start: Any, end: Any, roles: Sequence[str] | None, *, with_agent: bool) -> str:
+        clauses = [f"agent_id = {quote(self.agent_id)}", "search_text IS NOT NULL"] if with_agent else []
+        if roles:
+            bad = [r for r in roles if r not in SEARCH_ROLES]
+            if bad:
+                raise ToolError(f"roles must be among {', '.join(SEARCH_ROLES)}; got {str(bad[0])[:40]!r}.")
+            clauses.append(f"role IN ({', '.join(quote(r) for r in dict.fromkeys(roles))})")
+        clauses += date_clauses("created_at", start, end)
+        return " AND ".join(clauses) or "true"
+
+    def search(
+        self,
+        query: str,
+        *,
+        page: int = 0,
+        page_size: int = PAGE_SIZE,
+        start: Any = None,
+        end: Any = None,
+        roles: Sequence[str] | None = None,
+    ) -> Page:
+        """Ranked messages (hybrid RRF, or BM25 alone); an empty query with dates lists by time."""
+        query = clean_query(query)
+        where = self._where(start, end, roles, with_agent=True)
+        messages = self.db.table("messages")
+        with storage_errors("search recall memory"):
+            if not query:
+                if start is None and end is None:
+                    raise ToolError("give a query, or start_date and/or end_date for a date search.")
+                rows = messages.search().where(where).select(["id", "seq"]).limit(None).to_arrow().to_pylist()
+                ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["seq"])]
+                capped = False
+            else:
+                keyword = fts_ids(messages, query, where, MAX_CANDIDATES)
+                capped = len(keyword) >= MAX_CANDIDATES
+                rankings = [keyword]
+                table = self.vectors
+                if table is not None:
+                    vwhere = self._where(start, end, roles, with_agent=False)
+                    vector = self.embedder.embed([query])[0]
+                    rankings.append(vector_ids(table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES))
+                ranked = rrf(rankings)
+            chosen = ranked[page * page_size : (page + 1) * page_size]
+            hits = self._hits(chosen)
+        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped)
+
+    def _hits(self, chosen: list[tuple[str, float]]) -> list[Hit]:
+        if not chosen:
+            return []
+        ids = ", ".join(quote(i) for i, _ in chosen)
+        rows = (
+            self.db.table("messages").search()
+            .where(f"agent_id = {quote(self.agent_id)} AND id IN ({ids})")
+            .select(["id", "role", "content", "name", "created_at"]).limit(None).to_arrow().to_pylist()
+        )
+        by_id = {r["id"]: r for r in rows}
+        hits = []
+        for key, score in chosen:
+            r = by_id.get(key)
+            if r is not None:
+                text = f"{r['name']}: {r['content']}" if r.get("name") else r["content"] or ""
+                hits.append(Hit(id=key, text=text, created_at=r["created_at"], role=r["role"], score=score))
+        return hits
