@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Sequence
 
+import pyarrow as pa
+
 from agentos.errors import ToolError
-from agentos.memory.embedders import Embedder
+from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
     MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_ids, rrf,
     tag_clause, vector_ids,
@@ -113,18 +115,16 @@ class Archival:
                 fresh.append((text, digest))
         if not fresh:
             return result
-        vectors = self.embedder.embed([t for t, _ in fresh]) if self.embedder.enabled else []
-        now = created_at or utc_now()
-        rows = []
-        for i, (text, digest) in enumerate(fresh):
-            row = {"id": seen[digest], "text": text, "tags": clean, "created_at": now, "source": source,
-                   "content_hash": digest, "embedder": self.embedder.name}
-            if vectors:
-                row["vector"] = vectors[i]
-            rows.append(row)
-        _ = self.table  # opens (and checks) the table before the write
-        self.db.add(self.name, rows)
-        result.ids = [r["id"] for r in rows]
+        n = len(fresh)
+        columns: dict[str, Any] = {
+            "id": [seen[d] for _, d in fresh], "text": [t for t, _ in fresh], "tags": [clean] * n,
+            "created_at": [created_at or utc_now()] * n, "source": [source] * n,
+            "content_hash": [d for _, d in fresh], "embedder": [self.embedder.name] * n,
+        }
+        if self.embedder.enabled:
+            columns["vector"] = vector_array(self.embedder.embed(columns["text"]))
+        self.db.add(self.name, pa.Table.from_pydict(columns, schema=self.table.schema))
+        result.ids = columns["id"]
         if self.on_write:
             self.on_write(self.name)
         return result
@@ -164,7 +164,7 @@ class Archival:
                 rankings = [keyword]
                 if self.embedder.enabled:
                     vector = self.embedder.embed([query])[0]
-                    rankings.append(vector_ids(table, vector, where, VECTOR_CANDIDATES, self._ann()))
+                    rankings.append(vector_ids(table, vector.tolist(), where, VECTOR_CANDIDATES, self._ann()))
                 ranked = rrf(rankings)
             hits = self._hits(ranked[page * page_size : (page + 1) * page_size])
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped)
@@ -195,6 +195,20 @@ class Archival:
         if self.on_write:
             self.on_write(self.name)
         return True
+
+    def nearest(self, query: str, k: int = 10, *, exact: bool = False) -> list[str]:
+        """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""
+        vector = self.embedder.embed([query])[0].tolist()
+        q = self.table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"])
+        q = q.bypass_vector_index() if exact else (q.ef(ANN_QUERY["ef"]).refine_factor(ANN_QUERY["refine"]) if self._ann() else q)
+        return [r["id"] for r in q.limit(k).to_arrow().to_pylist()]
+
+    def optimize(self) -> None:
+        """Compact the table and fold new rows into its indexes now (benchmarks, bulk loads)."""
+        from datetime import timedelta
+
+        with storage_errors("optimize archival memory"):
+            self.table.optimize(cleanup_older_than=timedelta(minutes=1))
 
     def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS) -> bool:
         """Build the HNSW-SQ index once the table is large enough; True if one exists now."""

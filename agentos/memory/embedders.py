@@ -6,11 +6,14 @@ Specs: `none` (BM25 only), `hash[:DIM]` (deterministic, offline), `openai/MODEL`
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import math
 import os
 import re
 from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
 
 from agentos.errors import EmbedderError
 
@@ -26,14 +29,16 @@ class Embedder:
     name: str = "none"
     dim: int = 0
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, computed in batches of `BATCH_SIZE`."""
-        out: list[list[float]] = []
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """An (n, dim) float32 array of unit vectors, computed in batches of `BATCH_SIZE`."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), BATCH_SIZE):
-            out.extend(self._embed_batch(list(texts[start : start + BATCH_SIZE])))
-        return out
+            batch = self._embed_batch(list(texts[start : start + BATCH_SIZE]))
+            out[start : start + len(batch)] = np.asarray(batch, dtype=np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+    def _embed_batch(self, texts: list[str]) -> Any:
         raise NotImplementedError
 
     @property
@@ -44,8 +49,8 @@ class Embedder:
 class NoEmbedder(Embedder):
     """No vectors: search is BM25 alone."""
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return []
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.zeros((len(texts), 0), dtype=np.float32)
 
 
 class HashEmbedder(Embedder):
@@ -57,19 +62,20 @@ class HashEmbedder(Embedder):
         self.dim = dim
         self.name = f"hash-{dim}"
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        return [self._one(t) for t in texts]
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = [w.lower() for w in _WORD.findall(text)]
+            features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+            pairs = [_feature(f, self.dim) for f in features or [text]]
+            np.add.at(out[row], [i for i, _ in pairs], [s for _, s in pairs])
+        return out
 
-    def _one(self, text: str) -> list[float]:
-        vec = [0.0] * self.dim
-        words = [w.lower() for w in _WORD.findall(text)]
-        features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
-        for feature in features or [text]:
-            digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-            index = int.from_bytes(digest[:4], "little") % self.dim
-            vec[index] += 1.0 if digest[4] & 1 else -1.0
-        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-        return [v / norm for v in vec]
+
+@functools.lru_cache(maxsize=1 << 17)
+def _feature(feature: str, dim: int) -> tuple[int, float]:
+    digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little") % dim, 1.0 if digest[4] & 1 else -1.0
 
 
 class OpenAIEmbedder(Embedder):
@@ -109,7 +115,7 @@ class OpenAIEmbedder(Embedder):
             ) from exc
         except openai.APIError as exc:
             raise EmbedderError(f"embedding service {where} refused {self.name}: {exc}") from exc
-        return [_unit(list(d.embedding)) for d in sorted(response.data, key=lambda d: d.index)]
+        return [d.embedding for d in sorted(response.data, key=lambda d: d.index)]
 
 
 class SentenceTransformerEmbedder(Embedder):
@@ -127,11 +133,11 @@ class SentenceTransformerEmbedder(Embedder):
         except Exception as exc:  # noqa: BLE001 - any load failure is one clear error
             raise EmbedderError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
         self.name = f"st/{model}"
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(dim())
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        vectors = self._model.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True)
-        return [list(map(float, v)) for v in vectors]
+        return self._model.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True)
 
 
 def _local_model_path(model: str) -> str:
@@ -146,9 +152,10 @@ def _local_model_path(model: str) -> str:
     return model
 
 
-def _unit(vec: list[float]) -> list[float]:
-    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-    return [v / norm for v in vec]
+def vector_array(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    """An (n, dim) array as the Arrow column LanceDB stores."""
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
+    return pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
 
 
 def resolve_embedder(spec: str | None) -> Embedder:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import pyarrow as pa
+
 from agentos.errors import ToolError
-from agentos.memory.embedders import Embedder
+from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
     MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, date_clauses, fts_ids, rrf, vector_ids,
 )
@@ -39,15 +41,17 @@ class Recall:
             self._vectors = open_embedded(self.db, vectors_table_name(self.agent_id), schema, self.embedder, "recall memory")
         return self._vectors
 
-    def vector_rows(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    def vector_rows(self, messages: Sequence[Message]) -> pa.Table | None:
         """Rows for the vector table: one per searchable message (embedded in one batch)."""
-        if not self.embedder.enabled:
-            return []
         todo = [(m, t) for m in messages if (t := search_text(m))]
-        vectors = self.embedder.embed([t for _, t in todo]) if todo else []
-        return [
-            {"id": m.id, "role": m.role, "created_at": m.created_at, "vector": v} for (m, _), v in zip(todo, vectors)
-        ]
+        if not self.embedder.enabled or not todo:
+            return None
+        columns = {
+            "id": [m.id for m, _ in todo], "role": [m.role for m, _ in todo],
+            "created_at": [m.created_at for m, _ in todo],
+            "vector": vector_array(self.embedder.embed([t for _, t in todo])),
+        }
+        return pa.Table.from_pydict(columns, schema=self.vectors.schema)
 
     def _where(self, start: Any, end: Any, roles: Sequence[str] | None, *, with_agent: bool) -> str:
         clauses = [f"agent_id = {quote(self.agent_id)}", "search_text IS NOT NULL"] if with_agent else []
@@ -88,7 +92,7 @@ class Recall:
                 if table is not None:
                     vwhere = self._where(start, end, roles, with_agent=False)
                     vector = self.embedder.embed([query])[0]
-                    rankings.append(vector_ids(table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES))
+                    rankings.append(vector_ids(table, vector.tolist(), None if vwhere == "true" else vwhere, VECTOR_CANDIDATES))
                 ranked = rrf(rankings)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(chosen)

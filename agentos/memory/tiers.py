@@ -54,7 +54,7 @@ class MemoryTiers:
         self.agent.state.archival_count = self.archival.count()
         return self.agent.state.archival_count
 
-    def commit_extra(self, pending: Sequence[tuple[int, Message]]) -> dict[str, list[dict[str, Any]]]:
+    def commit_extra(self, pending: Sequence[tuple[int, Message]]) -> dict[str, Any]:
         """Vector rows to write with a step's messages; an embedder failure defers them, never fails the step."""
         if self.agent.state.settings.embedder in ("none", "", None):
             return {}
@@ -68,4 +68,4 @@ class MemoryTiers:
             log.warning("recall vectors deferred: %s", exc)
             return {}
         self._unembedded = []
-        return {vectors_table_name(self.agent.id): rows} if rows else {}
+        return {vectors_table_name(self.agent.id): rows} if rows is not None else {}

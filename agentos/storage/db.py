@@ -47,17 +47,22 @@ def storage_errors(action: str) -> Iterator[None]:
         raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
 
 
-FTS_COLUMNS = {"messages": "search_text", "archival": "text"}
+# column -> index kind; per-agent tables ("archival_<id>") use their prefix's entry
+INDEXES: dict[str, dict[str, str]] = {
+    "messages": {"search_text": "fts", "id": "btree"},
+    "archival": {"text": "fts", "id": "btree", "content_hash": "btree"},
+    "recall": {"id": "btree"},
+}
 
 
-def ensure_fts(table: Any, column: str | None) -> None:
-    """Create the BM25 index on `column` unless it exists (rows added later are found at once)."""
-    if not column:
-        return
-    from lancedb.index import FTS
+def ensure_indexes(table: Any, wanted: dict[str, str]) -> None:
+    """Create missing BM25 and B-tree indexes; rows added later are found at once, then folded in by optimize()."""
+    from lancedb.index import FTS, BTree
 
-    if not any(column in idx.columns and idx.index_type == "FTS" for idx in table.list_indices()):
-        table.create_index(column, config=FTS(), replace=True)
+    have = {tuple(idx.columns) for idx in table.list_indices()}
+    for column, kind in wanted.items():
+        if (column,) not in have:
+            table.create_index(column, config=FTS() if kind == "fts" else BTree(), replace=True)
 
 
 def has_vector_index(table: Any) -> bool:
@@ -113,7 +118,7 @@ class Database:
                         table = self._migrate(name, table, found)
                 else:
                     table = conn.create_table(name, schema=expected, exist_ok=True)
-                ensure_fts(table, FTS_COLUMNS.get(name) or FTS_COLUMNS.get(name.split("_", 1)[0]))
+                ensure_indexes(table, INDEXES.get(name) or INDEXES.get(name.split("_", 1)[0], {}))
             self._tables[name] = table
             return table
 

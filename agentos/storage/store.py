@@ -93,7 +93,7 @@ class Store:
         state_json: str,
         messages: list[tuple[int, Message]],
         edits: list[MemoryEdit],
-        extra: dict[str, list[dict[str, Any]]] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Write one step: its messages, its memory edits and the agent's new state.
 
@@ -115,7 +115,7 @@ class Store:
             jobs.append(self._writers.submit(self.db.add, "memory_edits", [edit_row(agent_id, e) for e in edits]))
         tables = ["agents", "messages", "memory_edits"][: len(jobs)]
         for table, rows in (extra or {}).items():
-            if rows:
+            if rows is not None and len(rows):
                 jobs.append(self._writers.submit(self.db.add, table, rows))
                 tables.append(table)
         errors = [job.exception() for job in jobs]
