@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import shutil
 import statistics
@@ -30,8 +31,8 @@ def vocabulary(n: int, rng: random.Random) -> list[str]:
     return sorted(words)[:n]
 
 
-def passage(words: list[str], weights: list[float], rng: random.Random) -> str:
-    return " ".join(rng.choices(words, weights, k=rng.randint(12, 28)))
+def passage(words: list[str], cum_weights: list[float], rng: random.Random) -> str:
+    return " ".join(rng.choices(words, cum_weights=cum_weights, k=rng.randint(12, 28)))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -42,7 +43,7 @@ def pct(values: list[float], q: float) -> float:
 def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
     rng = random.Random(seed)
     words = vocabulary(20_000, rng)
-    weights = [1.0 / (i + 1) ** 1.05 for i in range(len(words))]
+    weights = list(itertools.accumulate(1.0 / (i + 1) ** 1.05 for i in range(len(words))))
     db = Database(root / f"db{rows}")
     archival = Archival(db, "bench", HashEmbedder(384))
     texts: list[str] = []
