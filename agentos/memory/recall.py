@@ -77,10 +77,10 @@ class Recall:
         query = clean_query(query)
         where = self._where(start, end, roles, with_agent=True)
         messages = self.db.table("messages")
+        if not query and start is None and end is None:
+            raise ToolError("give a query, or start_date and/or end_date for a date search.")
         with storage_errors("search recall memory"):
             if not query:
-                if start is None and end is None:
-                    raise ToolError("give a query, or start_date and/or end_date for a date search.")
                 rows = messages.search().where(where).select(["id", "seq"]).limit(None).to_arrow().to_pylist()
                 ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["seq"])]
                 capped = False
