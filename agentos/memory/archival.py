@@ -13,7 +13,7 @@ import pyarrow as pa
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_ids, rrf,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, rrf,
     tag_clause, vector_ids,
 )
 from agentos.memory.tables import has_vector_index, open_embedded
@@ -25,6 +25,7 @@ from agentos.storage.store import ANN_MIN_ROWS
 CHUNK_CHARS = 1200  # about 300 tokens
 MAX_INSERT_CHARS = 200_000
 ANN_QUERY = {"ef": 64, "refine": 5}
+_SHOWN = ["text", "tags", "created_at"]
 
 
 def archival_table_name(agent_id: str) -> str:
@@ -153,20 +154,22 @@ class Archival:
         where = self._where(tags, start, end)
         table = self.table
         capped = False
+        known: dict[str, dict[str, Any]] = {}
         with storage_errors("search archival memory"):
             if not query:
                 q = table.search().select(["id", "created_at"]).limit(None)
                 rows = (q.where(where) if where else q).to_arrow().to_pylist()
                 ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["created_at"], reverse=True)]
             else:
-                keyword = fts_ids(table, query, where, MAX_CANDIDATES)
-                capped = len(keyword) >= MAX_CANDIDATES
-                rankings = [keyword]
+                rows = fts_rows(table, query, where, MAX_CANDIDATES, _SHOWN)
+                known = {r["id"]: r for r in rows}
+                capped = len(rows) >= MAX_CANDIDATES
+                rankings = [[r["id"] for r in rows]]
                 if self.embedder.enabled:
                     vector = self.embedder.embed([query])[0]
                     rankings.append(vector_ids(table, vector.tolist(), where, VECTOR_CANDIDATES, self._ann()))
                 ranked = rrf(rankings)
-            hits = self._hits(ranked[page * page_size : (page + 1) * page_size])
+            hits = self._hits(ranked[page * page_size : (page + 1) * page_size], known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped)
 
     def _ann(self) -> dict[str, int] | None:
@@ -174,12 +177,13 @@ class Archival:
             self._indexed = has_vector_index(self.table)
         return ANN_QUERY if self._indexed else None
 
-    def _hits(self, chosen: list[tuple[str, float]]) -> list[Hit]:
-        if not chosen:
-            return []
-        ids = ", ".join(quote(i) for i, _ in chosen)
-        rows = self.table.search().where(f"id IN ({ids})").select(["id", "text", "tags", "created_at"])
-        by_id = {r["id"]: r for r in rows.limit(None).to_arrow().to_pylist()}
+    def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
+        by_id = {key: known[key] for key, _ in chosen if key in known}
+        missing = [key for key, _ in chosen if key not in by_id]
+        if missing:
+            ids = ", ".join(quote(i) for i in missing)
+            rows = self.table.search().where(f"id IN ({ids})").select(["id", *_SHOWN]).limit(len(missing))
+            by_id.update((r["id"], r) for r in rows.to_arrow().to_pylist())
         return [
             Hit(id=k, text=by_id[k]["text"], created_at=by_id[k]["created_at"], tags=by_id[k]["tags"] or [], score=s)
             for k, s in chosen if k in by_id

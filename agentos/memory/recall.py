@@ -9,7 +9,7 @@ import pyarrow as pa
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, date_clauses, fts_ids, rrf, vector_ids,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, date_clauses, fts_rows, rrf, vector_ids,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import Message
@@ -18,6 +18,7 @@ from agentos.storage.records import search_text
 from agentos.storage.schemas import recall_vectors_schema
 
 SEARCH_ROLES = ("user", "assistant")
+_SHOWN = ["role", "content", "name", "created_at"]
 
 
 def vectors_table_name(agent_id: str) -> str:
@@ -80,14 +81,16 @@ class Recall:
         if not query and start is None and end is None:
             raise ToolError("give a query, or start_date and/or end_date for a date search.")
         with storage_errors("search recall memory"):
+            known: dict[str, dict[str, Any]] = {}
             if not query:
                 rows = messages.search().where(where).select(["id", "seq"]).limit(None).to_arrow().to_pylist()
                 ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["seq"])]
                 capped = False
             else:
-                keyword = fts_ids(messages, query, where, MAX_CANDIDATES)
-                capped = len(keyword) >= MAX_CANDIDATES
-                rankings = [keyword]
+                rows = fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""), MAX_CANDIDATES, _SHOWN)
+                known = {r["id"]: r for r in rows}
+                capped = len(rows) >= MAX_CANDIDATES
+                rankings = [[r["id"] for r in rows]]
                 table = self.vectors
                 if table is not None:
                     vwhere = self._where(start, end, roles, with_agent=False)
@@ -95,19 +98,20 @@ class Recall:
                     rankings.append(vector_ids(table, vector.tolist(), None if vwhere == "true" else vwhere, VECTOR_CANDIDATES))
                 ranked = rrf(rankings)
             chosen = ranked[page * page_size : (page + 1) * page_size]
-            hits = self._hits(chosen)
+            hits = self._hits(chosen, known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped)
 
-    def _hits(self, chosen: list[tuple[str, float]]) -> list[Hit]:
-        if not chosen:
-            return []
-        ids = ", ".join(quote(i) for i, _ in chosen)
-        rows = (
-            self.db.table("messages").search()
-            .where(f"agent_id = {quote(self.agent_id)} AND id IN ({ids})")
-            .select(["id", "role", "content", "name", "created_at"]).limit(None).to_arrow().to_pylist()
-        )
-        by_id = {r["id"]: r for r in rows}
+    def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
+        by_id = {key: known[key] for key, _ in chosen if key in known}
+        missing = [key for key, _ in chosen if key not in by_id]
+        if missing:
+            ids = ", ".join(quote(i) for i in missing)
+            rows = (
+                self.db.table("messages").search()
+                .where(f"agent_id = {quote(self.agent_id)} AND id IN ({ids})")
+                .select(["id", *_SHOWN]).limit(len(missing)).to_arrow().to_pylist()
+            )
+            by_id.update((r["id"], r) for r in rows)
         hits = []
         for key, score in chosen:
             r = by_id.get(key)

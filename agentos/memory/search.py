@@ -130,12 +130,12 @@ def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, fl
     return sorted(scores.items(), key=lambda kv: -kv[1])
 
 
-def fts_ids(table: Any, query: str, where: str | None, limit: int, id_column: str = "id") -> list[str]:
-    """Ids of BM25 matches, best first."""
-    q = table.search(query, query_type="fts").select([id_column, "_score"]).limit(limit)
+def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """BM25 matches, best first, with `columns` (so a page needs no second query)."""
+    q = table.search(query, query_type="fts").select(["id", "_score", *columns]).limit(limit)
     if where:
         q = q.where(where, prefilter=True)
-    return [r[id_column] for r in q.to_arrow().to_pylist()]
+    return q.to_arrow().to_pylist()
 
 
 def vector_ids(table: Any, vector: list[float], where: str | None, limit: int, ann: dict[str, int] | None = None) -> list[str]:
