@@ -10,11 +10,11 @@ from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentNotFoundError
 from agentos.events import Event
 from agentos.memory.blocks import Block, CoreMemory, MemoryEdit
+from agentos.memory.tiers import MemoryTiers
 from agentos.messages import Message, Usage, utc_now
 from agentos.providers.base import ModelRequest, Provider
 from agentos.storage import Store
 from agentos.tools.decorator import Tool
-from agentos.memory.tiers import MemoryTiers
 from agentos.tools.memory_tools import core_memory_tools
 from agentos.tools.search_tools import search_tools
 from agentos.tools.registry import ToolRegistry

@@ -118,6 +118,9 @@ class OpenAIEmbedder(Embedder):
         return [d.embedding for d in sorted(response.data, key=lambda d: d.index)]
 
 
+_ST_MODELS: dict[str, Any] = {}
+
+
 class SentenceTransformerEmbedder(Embedder):
     """A local sentence-transformers model (optional extra: sentence-transformers, torch)."""
 
@@ -129,7 +132,9 @@ class SentenceTransformerEmbedder(Embedder):
                 "embedder st/... needs sentence-transformers: pip install sentence-transformers"
             ) from exc
         try:
-            self._model = SentenceTransformer(_local_model_path(model), device="cpu")
+            if model not in _ST_MODELS:  # one load per process, shared by every agent
+                _ST_MODELS[model] = SentenceTransformer(_local_model_path(model), device="cpu")
+            self._model = _ST_MODELS[model]
         except Exception as exc:  # noqa: BLE001 - any load failure is one clear error
             raise EmbedderError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
         self.name = f"st/{model}"
