@@ -49,7 +49,7 @@ def storage_errors(action: str) -> Iterator[None]:
 
 # column -> index kind; per-agent tables ("archival_<id>") use their prefix's entry
 INDEXES: dict[str, dict[str, str]] = {
-    "messages": {"search_text": "fts", "id": "btree"},
+    "messages": {"search_text": "fts", "id": "btree", "agent_id": "btree"},
     "archival": {"text": "fts", "id": "btree", "content_hash": "btree"},
     "recall": {"id": "btree"},
 }
