@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from agentos.errors import StorageError
+from agentos.errors import AgentOSError, StorageError
 from agentos.storage.schemas import TABLES, schema_version
 
 os.environ.setdefault("LANCEDB_LOG", "error")
@@ -32,7 +32,7 @@ def storage_errors(action: str) -> Iterator[None]:
     """Turn low-level I/O failures into one clear StorageError."""
     try:
         yield
-    except StorageError:
+    except AgentOSError:
         raise
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
