@@ -130,3 +130,15 @@ def test_bad_arguments_are_tool_errors() -> None:
     assert call(agent, "archival_search", query="x", page=-1)[1]
     text, err = call(agent, "archival_search", query="x", tags=["a\nb"])
     assert err and "bad tag" in text
+
+
+def test_search_through_the_ann_index() -> None:
+    agent = make_agent(embedder="hash:32")
+    arch = agent.tiers.archival
+    arch.insert_many([f"passage {i} about topic {i % 13} and colour {i % 7}" for i in range(300)])
+    assert arch.ensure_ann_index(min_rows=100, partitions=1)
+    text, err = call(agent, "archival_search", query="topic 5 colour 3")
+    assert not err and "of " in text
+    assert len(arch.nearest("topic 5 colour 3", 10)) == 10
+    exact = arch.nearest("topic 5 colour 3", 10, exact=True)
+    assert len(set(arch.nearest("topic 5 colour 3", 10)) & set(exact)) >= 8

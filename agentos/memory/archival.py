@@ -204,7 +204,7 @@ class Archival:
         """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""
         vector = self.embedder.embed([query])[0].tolist()
         q = self.table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"])
-        q = q.bypass_vector_index() if exact else (q.ef(ANN_QUERY["ef"]).refine_factor(ANN_QUERY["refine"]) if self._ann() else q)
+        q = q.bypass_vector_index() if exact else (q.ef(max(ANN_QUERY["ef"], k * ANN_QUERY["refine"])).refine_factor(ANN_QUERY["refine"]) if self._ann() else q)
         return [r["id"] for r in q.limit(k).to_arrow().to_pylist()]
 
     def optimize(self) -> None:
@@ -214,7 +214,7 @@ class Archival:
         with storage_errors("optimize archival memory"):
             self.table.optimize(cleanup_older_than=timedelta(minutes=1))
 
-    def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS) -> bool:
+    def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, partitions: int | None = None) -> bool:
         """Build the HNSW-SQ index once the table is large enough; True if one exists now."""
         from lancedb.index import HnswSq
 
@@ -222,6 +222,7 @@ class Archival:
             return False
         if not has_vector_index(self.table):
             with storage_errors("index archival vectors"):
-                self.table.create_index("vector", config=HnswSq(distance_type="cosine"))
+                extra = {"num_partitions": partitions} if partitions else {}
+                self.table.create_index("vector", config=HnswSq(distance_type="cosine", **extra))
         self._indexed = True
         return True

@@ -141,8 +141,8 @@ def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Seq
 def vector_ids(table: Any, vector: list[float], where: str | None, limit: int, ann: dict[str, int] | None = None) -> list[str]:
     """Ids of the nearest vectors by cosine distance, best first."""
     q = table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"]).limit(limit)
-    if ann:
-        q = q.ef(ann.get("ef", 64)).refine_factor(ann.get("refine", 5))
+    if ann:  # HNSW needs ef >= limit x refine factor
+        q = q.ef(max(ann["ef"], limit * ann["refine"])).refine_factor(ann["refine"])
     if where:
         q = q.where(where, prefilter=True)
     return [r["id"] for r in q.to_arrow().to_pylist()]
