@@ -14,7 +14,7 @@ from agentos.memory.search import (
 from agentos.memory.tables import open_embedded
 from agentos.messages import Message
 from agentos.storage.db import Database, quote, storage_errors
-from agentos.storage.records import search_text
+from agentos.storage.records import embed_text
 from agentos.storage.schemas import recall_vectors_schema
 
 SEARCH_ROLES = ("user", "assistant")
@@ -44,7 +44,7 @@ class Recall:
 
     def vector_rows(self, messages: Sequence[Message]) -> pa.Table | None:
         """Rows for the vector table: one per searchable message (embedded in one batch)."""
-        todo = [(m, t) for m in messages if (t := search_text(m))]
+        todo = [(m, t) for m in messages if (t := embed_text(m))]
         if not self.embedder.enabled or not todo:
             return None
         columns = {

@@ -77,10 +77,11 @@ def _recall(db: Database, agent_id: str, embedder: Embedder, report: Progress) -
         return 0
     where = f"agent_id = {quote(agent_id)} AND search_text IS NOT NULL"
     with storage_errors("read recall memory"):
-        rows = db.table("messages").search().where(where).select(["id", "role", "created_at", "search_text"])
+        rows = db.table("messages").search().where(where).select(["id", "role", "created_at", "name", "content"])
         rows = rows.limit(None).to_arrow()
     schema = recall_vectors_schema(embedder.name, embedder.dim)
-    parts = _embed_column(embedder, rows.column("search_text").to_pylist(), "recall messages", report)
+    texts = [f"{n}: {c}" if n else c for n, c in zip(rows.column("name").to_pylist(), rows.column("content").to_pylist())]
+    parts = _embed_column(embedder, texts, "recall messages", report)
     data = rows.select(["id", "role", "created_at"]).append_column(
         "vector", pa.chunked_array(parts, type=schema.field("vector").type)
     )

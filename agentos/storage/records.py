@@ -52,3 +52,10 @@ def row_message(row: dict[str, Any]) -> Message:
 
 def edit_row(agent_id: str, edit: MemoryEdit) -> dict[str, Any]:
     return {"agent_id": agent_id, **edit.model_dump()}
+
+
+def embed_text(message: Message) -> str | None:
+    """What recall embeds: speaker and text (no date words, which blur short turns together)."""
+    if search_text(message) is None:
+        return None
+    return f"{message.name}: {message.content}" if message.name else message.content
