@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from agentos.cli_memory import add_memory_commands
 from agentos.errors import AgentOSError
 
 
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("delete", cmd_delete, "delete an agent and its memory")
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    add_memory_commands(sub)
     return parser
 
 

@@ -77,3 +77,11 @@ class ScriptExhaustedError(ProviderError):
 
 class RealProviderBlockedError(ProviderError):
     """A real provider was used inside the test suite without opting in."""
+
+
+class EmbedderError(AgentOSError):
+    """An embedder could not be built or reached (unknown spec, missing package, service down)."""
+
+
+class EmbedderMismatchError(StorageError):
+    """A table was built with a different embedder from the one asked for."""

@@ -18,7 +18,7 @@ from agentos.providers import ModelRequest, ScriptedProvider, Step
 from agentos.tools import tool
 
 ALERT = "[System alert: memory pressure]"
-WINDOW = 2000
+WINDOW = 2600
 
 
 class Summarizer(ScriptedProvider):
@@ -263,7 +263,7 @@ def test_a_system_prompt_over_the_window_fails_clearly_at_the_start() -> None:
     events = list(agent.turn("hello"))
     assert len(events) == 1 and isinstance(events[0], TurnFailed)
     assert events[0].steps == 0 and "system prompt alone takes" in events[0].error
-    assert "context window of 2,000 tokens" in events[0].error
+    assert f"context window of {WINDOW:,} tokens" in events[0].error
     assert agent.context == [] and provider.requests == []
     agent.state.settings.context_window = 32_000
     assert isinstance(list(agent.turn("hello"))[-1], TurnFinished)
@@ -275,7 +275,7 @@ def test_pressure_is_measured_on_reported_input_tokens_not_output() -> None:
     agent.provider = ScriptedProvider(lambda r: big_output, context_window=WINDOW)
     events = talk(agent, 3, size=60)
     assert not any(isinstance(e, (Notice, MessagesEvicted)) for e in events)
-    big_input = Step("ok", usage=Usage(input_tokens=1900, output_tokens=5))
+    big_input = Step("ok", usage=Usage(input_tokens=int(WINDOW * 0.95), output_tokens=5))
     agent.provider = ScriptedProvider(lambda r: big_input, context_window=WINDOW)
     events = talk(agent, 3, size=60, start=3)
     assert any(isinstance(e, MessagesEvicted) for e in events)  # ground truth says 95%: evict

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -13,11 +14,13 @@ from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentNotFoundError, AgentOSError
 from agentos.events import Event
 from agentos.memory.blocks import Block, CoreMemory, MemoryEdit
+from agentos.memory.tiers import MemoryTiers
 from agentos.messages import Message, Usage, utc_now
 from agentos.providers.base import ModelRequest, Provider
 from agentos.storage import Store
 from agentos.tools.decorator import Tool
 from agentos.tools.memory_tools import core_memory_tools
+from agentos.tools.search_tools import search_tools
 from agentos.tools.registry import ToolRegistry
 
 PERSONA_DESCRIPTION = "Who you are: your personality, your role and how you speak."
@@ -33,8 +36,21 @@ def open_store(home: str | Path | None = None) -> Store:
     uri = database_uri(Path(home) if home is not None else None)
     if uri not in _stores:
         _stores[uri] = Store(uri)
-        atexit.register(_close_at_exit, _stores[uri])
+        _at_exit(_close_at_exit, _stores[uri])
     return _stores[uri]
+
+
+def _at_exit(function: Any, *args: Any) -> None:
+    """Run `function` when the process ends, while thread pools still accept work.
+
+    Plain `atexit` runs after concurrent.futures has shut its executors down, and LanceDB
+    needs them to finish a write; threading's own exit hook runs before that.
+    """
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # pragma: no cover - every supported Python has it
+        atexit.register(function, *args)
+    else:
+        register(function, *args)
 
 
 def _close_at_exit(store: Store) -> None:
@@ -75,6 +91,9 @@ class Agent:
         self.context: list[Message] = context or []
         self.prompts = PromptRenderer(state.settings.prompt_dir)
         self.tools = ToolRegistry(core_memory_tools(), output_limit=state.settings.tool_output_limit)
+        self.tiers = MemoryTiers(self)  # recall + archival search (issue 3)
+        for t in search_tools():
+            self.tools.add(t)
         for t in tools:
             self.tools.add(t)
         self.state.tool_names = [t.name for t in self.tools]
@@ -272,6 +291,7 @@ class Agent:
             state_json=self.state.model_dump_json(),
             messages=messages,
             edits=edits,
+            extra=self.tiers.commit_extra(messages),
         )
 
     def save(self) -> None:

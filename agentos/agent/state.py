@@ -46,6 +46,7 @@ class AgentSettings(BaseModel):
     prompt_dir: str | None = None
     context_window: int | None = None
     pager: PagerSettings = Field(default_factory=PagerSettings)
+    embedder: str = "none"  # recall/archival vectors: none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL
 
 
 class AgentState(BaseModel):

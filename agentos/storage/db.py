@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from agentos.errors import StorageError
+from agentos.errors import AgentOSError, StorageError
 from agentos.storage.schemas import TABLES, schema_version
 
 os.environ.setdefault("LANCEDB_LOG", "error")
@@ -32,7 +32,7 @@ def storage_errors(action: str) -> Iterator[None]:
     """Turn low-level I/O failures into one clear StorageError."""
     try:
         yield
-    except StorageError:
+    except AgentOSError:
         raise
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
@@ -45,6 +45,28 @@ def storage_errors(action: str) -> Iterator[None]:
         if "No space left" in text:
             raise StorageError(f"could not {action}: the disk is full. Free some space and try again.") from exc
         raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
+
+
+# column -> index kind; per-agent tables ("archival_<id>") use their prefix's entry
+INDEXES: dict[str, dict[str, str]] = {
+    "messages": {"search_text": "fts", "id": "btree", "agent_id": "btree"},
+    "archival": {"text": "fts", "id": "btree", "content_hash": "btree"},
+    "recall": {"id": "btree"},
+}
+
+
+def ensure_indexes(table: Any, wanted: dict[str, str]) -> None:
+    """Create missing BM25 and B-tree indexes; rows added later are found at once, then folded in by optimize()."""
+    from lancedb.index import FTS, BTree
+
+    have = {tuple(idx.columns) for idx in table.list_indices()}
+    for column, kind in wanted.items():
+        if (column,) not in have:
+            table.create_index(column, config=FTS() if kind == "fts" else BTree(), replace=True)
+
+
+def has_vector_index(table: Any) -> bool:
+    return any(idx.columns == ["vector"] for idx in table.list_indices())
 
 
 class Database:
@@ -72,12 +94,15 @@ class Database:
                 self._conn = lancedb.connect(self.uri, session=session, storage_options=self.storage_options)
         return self._conn
 
-    def table(self, name: str) -> Any:
-        """Open a table, creating it on first use; refuse one written by a newer agentos."""
+    def table(self, name: str, schema: pa.Schema | None = None) -> Any:
+        """Open a table, creating it on first use; refuse one written by a newer agentos.
+
+        Tables not in TABLES (per-agent archival and vector tables) pass their `schema`.
+        """
         with self._lock:
             if name in self._tables:
                 return self._tables[name]
-            expected = TABLES[name]
+            expected = schema if schema is not None else TABLES[name]
             conn = self.connection
             with storage_errors(f"open table {name!r} in {self.uri}"):
                 if name in conn.list_tables().tables:
@@ -93,6 +118,7 @@ class Database:
                         table = self._migrate(name, table, found)
                 else:
                     table = conn.create_table(name, schema=expected, exist_ok=True)
+                ensure_indexes(table, INDEXES.get(name) or INDEXES.get(name.split("_", 1)[0], {}))
             self._tables[name] = table
             return table
 
@@ -100,11 +126,40 @@ class Database:
         # Version 1 is the first schema; later versions add their steps here.
         raise StorageError(f"table {name!r} has unknown schema version {found}; no migration exists.")
 
+    def exists(self, name: str) -> bool:
+        with storage_errors(f"list tables in {self.uri}"):
+            return name in self._tables or name in self.connection.list_tables().tables
+
+    def drop(self, name: str) -> None:
+        """Drop a table if it exists."""
+        with self._lock:
+            self._tables.pop(name, None)
+            with storage_errors(f"drop table {name!r}"):
+                if name in self.connection.list_tables().tables:
+                    self.connection.drop_table(name)
+
+    def count_rows(self, name: str) -> int | None:
+        """Rows in a table, or None when it does not exist (no schema or embedder checks)."""
+        with storage_errors(f"count rows of {name!r}"):
+            if name in self._tables:
+                return self._tables[name].count_rows()
+            if name not in self.connection.list_tables().tables:
+                return None
+            return self.connection.open_table(name).count_rows()
+
+    def cached(self, name: str) -> bool:
+        return name in self._tables
+
+    def forget(self, name: str) -> None:
+        """Drop a cached handle (after another handle replaced the table)."""
+        with self._lock:
+            self._tables.pop(name, None)
+
     def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
         """Append rows to a table in one commit."""
         if isinstance(rows, list) and not rows:
             return
         table = self.table(name)
-        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=TABLES[name])
+        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=table.schema)
         with storage_errors(f"write to {name!r}"):
             table.add(data)

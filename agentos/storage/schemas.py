@@ -13,7 +13,7 @@ def _versioned(fields: list[pa.Field], version: int) -> pa.Schema:
     return pa.schema(fields, metadata={SCHEMA_VERSION_KEY: str(version).encode()})
 
 
-MESSAGES_VERSION = 1
+MESSAGES_VERSION = 2  # v2: search_text (what BM25 indexes; null for tool traffic)
 MESSAGES = _versioned(
     [
         pa.field("id", pa.string(), nullable=False),
@@ -26,6 +26,7 @@ MESSAGES = _versioned(
         pa.field("name", pa.string()),
         pa.field("is_error", pa.bool_()),
         pa.field("created_at", TIMESTAMP, nullable=False),
+        pa.field("search_text", pa.string()),
     ],
     MESSAGES_VERSION,
 )
@@ -54,6 +55,50 @@ MEMORY_EDITS = _versioned(
     ],
     MEMORY_EDITS_VERSION,
 )
+
+EMBEDDER_KEY = b"agentos.embedder"
+EMBEDDER_DIM_KEY = b"agentos.embedder_dim"
+
+ARCHIVAL_VERSION = 1
+RECALL_VECTORS_VERSION = 1
+
+
+def _embedded(fields: list[pa.Field], version: int, embedder: str, dim: int) -> pa.Schema:
+    if dim > 0:
+        fields = [*fields, pa.field("vector", pa.list_(pa.float32(), dim))]
+    meta = {SCHEMA_VERSION_KEY: str(version).encode(), EMBEDDER_KEY: embedder.encode(), EMBEDDER_DIM_KEY: str(dim).encode()}
+    return pa.schema(fields, metadata=meta)
+
+
+def archival_schema(embedder: str, dim: int) -> pa.Schema:
+    """One agent's archival passages; `vector` exists only when an embedder is configured."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("created_at", TIMESTAMP, nullable=False),
+        pa.field("source", pa.string()),
+        pa.field("content_hash", pa.string(), nullable=False),
+        pa.field("embedder", pa.string(), nullable=False),
+    ]
+    return _embedded(fields, ARCHIVAL_VERSION, embedder, dim)
+
+
+def recall_vectors_schema(embedder: str, dim: int) -> pa.Schema:
+    """Vectors of one agent's searchable messages (the text stays in `messages`)."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("role", pa.string(), nullable=False),
+        pa.field("created_at", TIMESTAMP, nullable=False),
+    ]
+    return _embedded(fields, RECALL_VECTORS_VERSION, embedder, dim)
+
+
+def table_embedder(schema: pa.Schema) -> tuple[str, int]:
+    """The (embedder name, dimension) a table was built with."""
+    meta = schema.metadata or {}
+    return meta.get(EMBEDDER_KEY, b"none").decode(), int(meta.get(EMBEDDER_DIM_KEY, b"0"))
+
 
 TABLES: dict[str, pa.Schema] = {"messages": MESSAGES, "agents": AGENTS, "memory_edits": MEMORY_EDITS}
 

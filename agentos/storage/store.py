@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,14 @@ from typing import Any
 from agentos.errors import StorageError
 from agentos.memory.blocks import MemoryEdit
 from agentos.messages import Message
-from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.db import Database, has_vector_index, quote, storage_errors
 from agentos.storage.records import edit_row, message_row, row_message
+from agentos.storage.schemas import TABLES
 from agentos.storage.writer import GroupCommitWriter, StepBatch
 
+ANN_MIN_ROWS = 50_000  # archival tables get an HNSW-SQ index from this size
 COMPACT_EVERY_COMMITS = 100
+COMPACT_EVERY_SECONDS = 600.0  # also compact a table touched since, at most this often
 CLEANUP_OLDER_THAN = timedelta(minutes=2)
 KEEP_STATE_REVISIONS = 3
 
@@ -53,6 +57,8 @@ class Store:
             self.db.table("agents").delete(f"name = {quote(name)}")
             self.db.table("messages").delete(f"agent_id = {quote(agent_id)}")
             self.db.table("memory_edits").delete(f"agent_id = {quote(agent_id)}")
+            for table in (f"archival_{agent_id}", f"recall_vectors_{agent_id}"):
+                self.db.drop(table)
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -128,7 +134,8 @@ class Store:
         self.db.add("messages", [message_row(agent_id, seq, m) for seq, m in messages])
 
     def wait_for_maintenance(self) -> None:
-        """Block until background compaction (if any) has finished."""
+        """Block until queued writes and background compaction (if any) have finished."""
+        self.flush()
         self._maintenance.wait()
 
     def compact(self) -> None:
@@ -169,6 +176,12 @@ class Maintenance:
         self._stale_states: dict[str, int] = {}
         self.runs = 0
         self.last_error: str | None = None
+        self.last_run = time.monotonic()
+
+    def touched(self, table: str) -> None:
+        """A write outside a step (archival inserts and deletes)."""
+        self.commits[table] = self.commits.get(table, 0) + 1
+        self._schedule()
 
     def note_state(self, name: str, rev: int) -> None:
         """Remember the newest state revision of an agent, so older ones can be pruned."""
@@ -177,13 +190,18 @@ class Maintenance:
     def committed(self, tables: list[str]) -> None:
         for table in tables:
             self.commits[table] = self.commits.get(table, 0) + 1
-        due = [t for t, n in self.commits.items() if n >= self.every]
+        self._schedule()
+
+    def _schedule(self) -> None:
+        overdue = time.monotonic() - self.last_run >= COMPACT_EVERY_SECONDS
+        due = [t for t, n in self.commits.items() if n >= self.every or (overdue and n > 0)]
         if due and (self._thread is None or not self._thread.is_alive()):
             for t in due:
                 self.commits[t] = 0
             stale, self._stale_states = self._stale_states, {}
-            self._thread = threading.Thread(target=self._run, args=(due, stale), daemon=True, name="agentos-compact")
-            self._thread.start()
+            thread = threading.Thread(target=self._run, args=(due, stale), daemon=True, name="agentos-compact")
+            thread.start()
+            self._thread = thread
 
     def _run(self, tables: list[str], stale: dict[str, int]) -> None:
         try:
@@ -193,10 +211,24 @@ class Maintenance:
                         f"name = {quote(name)} AND rev <= {int(rev) - KEEP_STATE_REVISIONS}"
                     )
             for table in tables:
+                if table not in TABLES and not self.store.db.cached(table):
+                    continue  # dropped since (a deleted agent, a reindex)
+                # optimize() also folds new rows into the FTS and vector indexes
                 self.store.db.table(table).optimize(cleanup_older_than=CLEANUP_OLDER_THAN)
+                if table.startswith("archival_"):
+                    self._index_vectors(table)
             self.runs += 1
+            self.last_run = time.monotonic()
         except Exception as exc:  # noqa: BLE001 - maintenance must never break a turn
             self.last_error = str(exc)
+
+    def _index_vectors(self, table: str) -> None:
+        """Build the ANN index once an archival table is large (exact search is fine below)."""
+        from lancedb.index import HnswSq
+
+        handle = self.store.db.table(table)
+        if "vector" in handle.schema.names and not has_vector_index(handle) and handle.count_rows() >= ANN_MIN_ROWS:
+            handle.create_index("vector", config=HnswSq(distance_type="cosine"))
 
     def wait(self) -> None:
         if self._thread is not None:

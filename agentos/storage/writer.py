@@ -143,13 +143,23 @@ class GroupCommitWriter:
                 self._retry = False
                 self._in_flight, self._queue = self._queue, []
             batches = self._in_flight
-            rows = merge(batches)
-            tables = list(rows)
-            failed = self._write_tables(tables, rows)
+            try:
+                rows = merge(batches)
+                failed = self._write_tables(list(rows), rows)
+            except BaseException as exc:  # noqa: BLE001 - a bug here must not kill the writer
+                rows, failed = {}, {"*": exc}
+            if not failed:
+                try:
+                    self._on_commit(list(rows), batches)  # before waking flush(), so close() sees it
+                except Exception:  # noqa: BLE001 - maintenance scheduling must not stop the writer
+                    pass
             with self._cond:
                 self._in_flight = []
                 self._attempts += 1
-                if failed:
+                if "*" in failed:
+                    self._queue = batches + self._queue
+                    self._error = failed["*"]
+                elif failed:
                     # Retry only the tables that failed, so no row is written twice.
                     states = [StepBatch(state_row=r) for r in rows["agents"]] if "agents" in failed else []
                     residual = StepBatch(state_row=None, rows={t: r for t, r in rows.items()
@@ -160,11 +170,6 @@ class GroupCommitWriter:
                     self._error = None
                     self.commits += 1
                 self._cond.notify_all()
-            if not failed:
-                try:
-                    self._on_commit(tables, batches)
-                except Exception:  # noqa: BLE001 - maintenance scheduling must not stop the writer
-                    pass
 
 
 def _as_storage_error(error: BaseException) -> StorageError:

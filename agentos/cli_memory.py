@@ -1,0 +1,132 @@
+"""`agentos archival|recall|reindex`: the memory subcommands. Heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from agentos.errors import AgentOSError
+
+
+def _load(name: str) -> Any:
+    from agentos.agent.agent import Agent
+    from agentos.cli import _NoProvider
+
+    return Agent.load(name, provider=_NoProvider())  # type: ignore[arg-type]
+
+
+def _tags(raw: str | None) -> list[str] | None:
+    return [t.strip() for t in raw.split(",") if t.strip()] if raw else None
+
+
+def _dates(args: argparse.Namespace) -> tuple[Any, Any]:
+    from agentos.errors import ToolError
+    from agentos.memory.search import date_range
+
+    try:
+        return date_range(args.since, args.until)
+    except ToolError as exc:
+        raise AgentOSError(str(exc)) from exc
+
+
+def _page(page: Any, what: str, query: str) -> None:
+    from agentos.memory.search import format_page
+
+    print(format_page(page, what, query))
+
+
+def cmd_archival(args: argparse.Namespace) -> int:
+    agent = _load(args.name)
+    archival = agent.tiers.archival
+    if args.action == "add":
+        text = sys.stdin.read() if args.text == "-" else args.text
+        done = archival.insert(text, tags=_tags(args.tags), source="cli")
+        agent.tiers.refresh_archival_count()
+        agent.save()
+        if done.ids:
+            print(f"Stored {len(done.ids)} passage(s): {', '.join(done.ids)}")
+        if done.duplicates:
+            print(f"Already stored, skipped: {', '.join(dict.fromkeys(done.duplicates))}")
+    elif args.action in ("search", "list"):
+        start, end = _dates(args)
+        query = args.query if args.action == "search" else ""
+        page = archival.search(query, page=args.page, page_size=args.size, tags=_tags(args.tags), start=start, end=end)
+        _page(page, "passages", query)
+    elif args.action == "delete":
+        if not archival.delete(args.id):
+            raise AgentOSError(f"no archival passage {args.id!r} in agent {args.name!r}.")
+        agent.tiers.refresh_archival_count()
+        agent.save()
+        print(f"Deleted {args.id}; {agent.state.archival_count} passage(s) left.")
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    agent = _load(args.name)
+    start, end = _dates(args)
+    page = agent.tiers.recall.search(args.query, page=args.page, page_size=args.size, start=start, end=end,
+                                     roles=args.role or None)
+    _page(page, "messages", args.query)
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from agentos.memory.reindex import reindex
+
+    counts = reindex(args.name, args.embedder, progress=_progress_bar)
+    print(f"Re-embedded {counts['archival']} archival passage(s) and {counts['recall']} message(s) "
+          f"with {args.embedder}.")
+    return 0
+
+
+def _progress_bar(what: str, done: int, total: int) -> None:
+    width = 30
+    filled = width * done // total if total else width
+    sys.stderr.write(f"\r{what:<18} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _filters(p: argparse.ArgumentParser, tags: bool = True) -> None:
+    p.add_argument("--since", help="on or after this date (YYYY-MM-DD or ISO time, UTC)")
+    p.add_argument("--until", help="on or before this date (YYYY-MM-DD or ISO time, UTC)")
+    if tags:
+        p.add_argument("--tags", help="comma-separated tags (any of them)")
+    p.add_argument("--page", type=int, default=0, help="page number, from 0")
+    p.add_argument("--size", type=int, default=10, help="results per page")
+
+
+def add_memory_commands(sub: Any) -> None:
+    """Register `archival`, `recall` and `reindex` on the top-level subparsers."""
+    p = sub.add_parser("archival", help="add, search, list or delete archival passages",
+                       description="add, search, list or delete an agent's archival passages")
+    p.set_defaults(handler=cmd_archival)
+    p.add_argument("name")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    a = actions.add_parser("add", help="store text (chunked; duplicates skipped)")
+    a.add_argument("text", help="the text, or - to read stdin")
+    a.add_argument("--tags", help="comma-separated tags")
+    s = actions.add_parser("search", help="hybrid search")
+    s.add_argument("query")
+    _filters(s)
+    _filters(actions.add_parser("list", help="list passages, newest first"))
+    d = actions.add_parser("delete", help="delete one passage by id")
+    d.add_argument("id")
+
+    p = sub.add_parser("recall", help="search an agent's past conversation",
+                       description="search an agent's past conversation (recall memory)")
+    p.set_defaults(handler=cmd_recall)
+    p.add_argument("name")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    s = actions.add_parser("search", help="search messages; an empty query with --since/--until lists by date")
+    s.add_argument("query")
+    s.add_argument("--role", action="append", choices=["user", "assistant"], help="only this role (repeatable)")
+    _filters(s, tags=False)
+
+    p = sub.add_parser("reindex", help="re-embed an agent's memory with another embedder",
+                       description="re-embed archival passages and recall messages with another embedder")
+    p.set_defaults(handler=cmd_reindex)
+    p.add_argument("name")
+    p.add_argument("--embedder", required=True, help="none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL")

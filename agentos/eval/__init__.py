@@ -1,0 +1,1 @@
+"""Retrieval evaluations: `python -m agentos.eval locomo PATH`."""

@@ -1,0 +1,228 @@
+"""Archival memory: passages the agent chose to keep, chunked, deduplicated, searched hybrid."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from agentos.errors import ToolError
+from agentos.memory.embedders import Embedder, vector_array
+from agentos.memory.search import (
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, rrf,
+    tag_clause, vector_ids,
+)
+from agentos.memory.tables import has_vector_index, open_embedded
+from agentos.messages import new_id, utc_now
+from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.schemas import archival_schema
+from agentos.storage.store import ANN_MIN_ROWS
+
+CHUNK_CHARS = 1200  # about 300 tokens
+MAX_INSERT_CHARS = 200_000
+ANN_QUERY = {"ef": 64, "refine": 5}
+_SHOWN = ["text", "tags", "created_at"]
+
+
+def archival_table_name(agent_id: str) -> str:
+    return f"archival_{agent_id}"
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
+    """Split on paragraphs, then sentences, then words, into pieces of at most `limit` characters."""
+    pieces: list[str] = []
+    for unit in re.split(r"(?<=[.!?])\s+|\n\s*\n", text.strip()):
+        unit = unit.strip()
+        while len(unit) > limit:
+            cut = unit.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 2 else limit
+            pieces.append(unit[:cut].strip())
+            unit = unit[cut:].strip()
+        if unit:
+            pieces.append(unit)
+    chunks: list[str] = []
+    for piece in pieces:
+        if chunks and len(chunks[-1]) + 1 + len(piece) <= limit:
+            chunks[-1] = f"{chunks[-1]} {piece}"
+        else:
+            chunks.append(piece)
+    return chunks
+
+
+@dataclass
+class Inserted:
+    """What an insert did: new passage ids, and ids of passages that already held a chunk."""
+
+    ids: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+
+class Archival:
+    """One agent's archival passages in their own LanceDB table."""
+
+    def __init__(self, db: Database, agent_id: str, embedder: Embedder, on_write: Any = None) -> None:
+        self.db = db
+        self.name = archival_table_name(agent_id)
+        self.embedder = embedder
+        self.on_write = on_write  # called with the table name after each commit (maintenance)
+        self._table: Any = None
+        self._indexed: bool | None = None
+
+    @property
+    def table(self) -> Any:
+        if self._table is None:
+            schema = archival_schema(self.embedder.name, self.embedder.dim)
+            self._table = open_embedded(self.db, self.name, schema, self.embedder, "archival memory")
+        return self._table
+
+    def count(self) -> int:
+        with storage_errors("count archival passages"):
+            return self.table.count_rows()
+
+    def insert(self, content: str, tags: Sequence[str] | None = None, source: str = "agent") -> Inserted:
+        """Chunk and store `content`; chunks already stored are reported, not stored again."""
+        if not content or not content.strip():
+            raise ToolError("content is empty; give the text to remember.")
+        if len(content) > MAX_INSERT_CHARS:
+            raise ToolError(f"content is {len(content):,} characters; insert at most {MAX_INSERT_CHARS:,} at a time.")
+        return self.insert_many(chunk_text(content), tags=tags, source=source)
+
+    def insert_many(
+        self, texts: Sequence[str], tags: Sequence[str] | None = None, source: str = "agent",
+        created_at: datetime | None = None,
+    ) -> Inserted:
+        """Store passages as given (no chunking) in one commit, embedded in batches."""
+        clean = clean_tags(tags)
+        result = Inserted()
+        hashes = [content_hash(t) for t in texts]
+        existing = self._existing(hashes)
+        fresh: list[tuple[str, str]] = []
+        seen: dict[str, str] = {}
+        for text, digest in zip(texts, hashes):
+            if digest in existing:
+                result.duplicates.append(existing[digest])
+            elif digest in seen:
+                result.duplicates.append(seen[digest])
+            else:
+                seen[digest] = new_id("arch")
+                fresh.append((text, digest))
+        if not fresh:
+            return result
+        n = len(fresh)
+        columns: dict[str, Any] = {
+            "id": [seen[d] for _, d in fresh], "text": [t for t, _ in fresh], "tags": [clean] * n,
+            "created_at": [created_at or utc_now()] * n, "source": [source] * n,
+            "content_hash": [d for _, d in fresh], "embedder": [self.embedder.name] * n,
+        }
+        if self.embedder.enabled:
+            columns["vector"] = vector_array(self.embedder.embed(columns["text"]))
+        self.db.add(self.name, pa.Table.from_pydict(columns, schema=self.table.schema))
+        result.ids = columns["id"]
+        if self.on_write:
+            self.on_write(self.name)
+        return result
+
+    def _existing(self, hashes: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        unique = sorted(set(hashes))
+        with storage_errors("read archival memory"):
+            for start in range(0, len(unique), 500):
+                part = ", ".join(quote(h) for h in unique[start : start + 500])
+                rows = self.table.search().where(f"content_hash IN ({part})").select(["id", "content_hash"])
+                for r in rows.limit(None).to_arrow().to_pylist():
+                    found[r["content_hash"]] = r["id"]
+        return found
+
+    def _where(self, tags: Sequence[str] | None, start: Any, end: Any) -> str | None:
+        clauses = [c for c in [tag_clause(tags), *date_clauses("created_at", start, end)] if c]
+        return " AND ".join(clauses) or None
+
+    def search(
+        self, query: str, *, page: int = 0, page_size: int = PAGE_SIZE, tags: Sequence[str] | None = None,
+        start: Any = None, end: Any = None,
+    ) -> Page:
+        """Ranked passages (hybrid RRF, or BM25 alone); an empty query lists the newest first."""
+        query = clean_query(query)
+        where = self._where(tags, start, end)
+        table = self.table
+        capped = False
+        known: dict[str, dict[str, Any]] = {}
+        with storage_errors("search archival memory"):
+            if not query:
+                q = table.search().select(["id", "created_at"]).limit(None)
+                rows = (q.where(where) if where else q).to_arrow().to_pylist()
+                ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["created_at"], reverse=True)]
+            else:
+                rows = fts_rows(table, query, where, MAX_CANDIDATES, _SHOWN)
+                known = {r["id"]: r for r in rows}
+                capped = len(rows) >= MAX_CANDIDATES
+                rankings = [[r["id"] for r in rows]]
+                if self.embedder.enabled:
+                    vector = self.embedder.embed([query])[0]
+                    rankings.append(vector_ids(table, vector.tolist(), where, VECTOR_CANDIDATES, self._ann()))
+                ranked = rrf(rankings)
+            hits = self._hits(ranked[page * page_size : (page + 1) * page_size], known)
+        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped)
+
+    def _ann(self) -> dict[str, int] | None:
+        if self._indexed is None:
+            self._indexed = has_vector_index(self.table)
+        return ANN_QUERY if self._indexed else None
+
+    def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
+        by_id = {key: known[key] for key, _ in chosen if key in known}
+        missing = [key for key, _ in chosen if key not in by_id]
+        if missing:
+            ids = ", ".join(quote(i) for i in missing)
+            rows = self.table.search().where(f"id IN ({ids})").select(["id", *_SHOWN]).limit(len(missing))
+            by_id.update((r["id"], r) for r in rows.to_arrow().to_pylist())
+        return [
+            Hit(id=k, text=by_id[k]["text"], created_at=by_id[k]["created_at"], tags=by_id[k]["tags"] or [], score=s)
+            for k, s in chosen if k in by_id
+        ]
+
+    def delete(self, passage_id: str) -> bool:
+        """Delete one passage by id; False when there was none."""
+        where = f"id = {quote(passage_id)}"
+        with storage_errors("delete an archival passage"):
+            if not self.table.count_rows(where):
+                return False
+            self.table.delete(where)
+        if self.on_write:
+            self.on_write(self.name)
+        return True
+
+    def nearest(self, query: str, k: int = 10, *, exact: bool = False) -> list[str]:
+        """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""
+        vector = self.embedder.embed([query])[0].tolist()
+        q = self.table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"])
+        q = q.bypass_vector_index() if exact else (q.ef(max(ANN_QUERY["ef"], k * ANN_QUERY["refine"])).refine_factor(ANN_QUERY["refine"]) if self._ann() else q)
+        return [r["id"] for r in q.limit(k).to_arrow().to_pylist()]
+
+    def optimize(self) -> None:
+        """Compact the table and fold new rows into its indexes now (benchmarks, bulk loads)."""
+        from datetime import timedelta
+
+        with storage_errors("optimize archival memory"):
+            self.table.optimize(cleanup_older_than=timedelta(minutes=1))
+
+    def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, partitions: int | None = None) -> bool:
+        """Build the HNSW-SQ index once the table is large enough; True if one exists now."""
+        from lancedb.index import HnswSq
+
+        if not self.embedder.enabled or self.count() < min_rows:
+            return False
+        if not has_vector_index(self.table):
+            with storage_errors("index archival vectors"):
+                extra = {"num_partitions": partitions} if partitions else {}
+                self.table.create_index("vector", config=HnswSq(distance_type="cosine", **extra))
+        self._indexed = True
+        return True

@@ -1,0 +1,174 @@
+"""Shared search plumbing: validated filters, reciprocal-rank fusion, pages of results."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any, Iterable, Sequence
+
+from agentos.errors import ToolError
+from agentos.storage.db import quote
+
+PAGE_SIZE = 5
+RRF_K = 10  # small k trusts top ranks; on LoCoMo k=10 beat k=60 (hit@10 0.74 vs 0.65)
+MAX_CANDIDATES = 1000  # keyword matches ranked per query; totals above this say so
+VECTOR_CANDIDATES = 50  # nearest neighbours fused with the keyword matches
+MAX_QUERY_CHARS = 2000
+MAX_PAGE = 10_000
+TEXT_LIMIT = 600  # characters of one result shown to the model
+_TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
+
+
+@dataclass
+class Hit:
+    """One search result."""
+
+    id: str
+    text: str
+    created_at: datetime
+    role: str | None = None
+    tags: list[str] = field(default_factory=list)
+    score: float = 0.0
+
+
+@dataclass
+class Page:
+    """One page of ranked results with the true total."""
+
+    hits: list[Hit]
+    total: int
+    page: int
+    page_size: int
+    capped: bool = False
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.page_size)) if self.page_size else 1
+
+
+def parse_date(value: str | None, what: str, *, end: bool = False) -> datetime | None:
+    """`YYYY-MM-DD` or an ISO date-time, as aware UTC; a date-only end bound covers the whole day."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if len(text) > 40:
+        raise ToolError(f"{what} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM.")
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            day = date.fromisoformat(text)
+            moment = datetime.combine(day + timedelta(days=1) if end else day, time(), timezone.utc)
+            return moment - timedelta(microseconds=1) if end else moment
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ToolError(f"{what} {text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM.") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def date_range(start_date: str | None, end_date: str | None) -> tuple[datetime | None, datetime | None]:
+    start = parse_date(start_date, "start_date")
+    end = parse_date(end_date, "end_date", end=True)
+    if start and end and start > end:
+        raise ToolError("start_date is after end_date.")
+    return start, end
+
+
+def timestamp_literal(moment: datetime) -> str:
+    """A LanceDB timestamp literal from a datetime we parsed (never raw model text)."""
+    utc = moment.astimezone(timezone.utc)
+    return f"timestamp '{utc.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
+def date_clauses(column: str, start: datetime | None, end: datetime | None) -> list[str]:
+    clauses = []
+    if start:
+        clauses.append(f"{column} >= {timestamp_literal(start)}")
+    if end:
+        clauses.append(f"{column} <= {timestamp_literal(end)}")
+    return clauses
+
+
+def tag_clause(tags: Sequence[str] | None) -> str | None:
+    """Passages carrying any of `tags`; each tag validated and quoted."""
+    clean = clean_tags(tags)
+    if not clean:
+        return None
+    return f"array_has_any(tags, [{', '.join(quote(t) for t in clean)}])"
+
+
+def clean_tags(tags: Iterable[str] | None) -> list[str]:
+    out: list[str] = []
+    for tag in tags or []:
+        tag = str(tag).strip()
+        if not _TAG.match(tag):
+            raise ToolError(f"bad tag {tag[:40]!r}: tags are 1-64 printable characters.")
+        if tag not in out:
+            out.append(tag)
+    if len(out) > 32:
+        raise ToolError("at most 32 tags.")
+    return out
+
+
+def clean_query(query: str | None) -> str:
+    """The query text, whitespace-normalised and cut to MAX_QUERY_CHARS."""
+    return " ".join((query or "").replace("\x00", " ").split())[:MAX_QUERY_CHARS]
+
+
+def check_page(page: int) -> int:
+    if page < 0 or page > MAX_PAGE:
+        raise ToolError(f"page must be between 0 and {MAX_PAGE}.")
+    return page
+
+
+def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Fuse ranked id lists by reciprocal rank; ties keep first-seen order."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank + 1)
+    return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """BM25 matches, best first, with `columns` (so a page needs no second query)."""
+    q = table.search(query, query_type="fts").select(["id", "_score", *columns]).limit(limit)
+    if where:
+        q = q.where(where, prefilter=True)
+    return q.to_arrow().to_pylist()
+
+
+def vector_ids(table: Any, vector: list[float], where: str | None, limit: int, ann: dict[str, int] | None = None) -> list[str]:
+    """Ids of the nearest vectors by cosine distance, best first."""
+    q = table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"]).limit(limit)
+    if ann:  # HNSW needs ef >= limit x refine factor
+        q = q.ef(max(ann["ef"], limit * ann["refine"])).refine_factor(ann["refine"])
+    if where:
+        q = q.where(where, prefilter=True)
+    return [r["id"] for r in q.to_arrow().to_pylist()]
+
+
+def shorten(text: str, limit: int = TEXT_LIMIT) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit].rstrip() + f" [... {len(text) - limit:,} more characters]"
+
+
+def format_page(page: Page, what: str, query: str) -> str:
+    """The text the model sees: a header with true totals, then one line per result."""
+    if page.total == 0:
+        return f"No {what} found" + (f" for {query!r}." if query else ".")
+    first = page.page * page.page_size
+    if not page.hits:
+        return f"Page {page.page} is past the end: {page.total} {what}, {page.pages} page(s) (pages start at 0)."
+    more = "+" if page.capped else ""
+    head = (
+        f"Showing {what} {first + 1}-{first + len(page.hits)} of {page.total}{more} "
+        f"(page {page.page} of {page.pages}{more}; pages start at 0)."
+    )
+    lines = [head]
+    for hit in page.hits:
+        when = hit.created_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        label = hit.role or ("id " + hit.id)
+        tags = f" [tags: {', '.join(hit.tags)}]" if hit.tags else ""
+        lines.append(f"- [{when}] {label}{tags}: {shorten(hit.text)}")
+    return "\n".join(lines)

@@ -1,0 +1,101 @@
+"""conversation_search latency with 100k messages, and append-a-turn-until-searchable latency.
+
+    python benchmarks/recall_search.py --messages 100000 --embedder none
+    python benchmarks/recall_search.py --messages 100000 --embedder hash:384
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from agentos.agent.agent import Agent
+from agentos.agent.state import AgentSettings
+from agentos.messages import Message
+from agentos.providers.scripted import ScriptedProvider
+from agentos.storage import Store
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--embedder", default="none")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=200, help="turns appended for the freshness figure")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
+    os.environ["AGENTOS_HOME"] = str(root)
+    rng = random.Random(11)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(40_000)})[:20_000]
+    cum = list(itertools.accumulate(1.0 / (i + 1) ** 1.05 for i in range(len(words))))
+    store = Store(root / "db")
+    try:
+        agent = Agent.create("bench", provider=ScriptedProvider([]), settings=AgentSettings(embedder=args.embedder),
+                             store=store)
+        start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+        texts: list[str] = []
+        t0 = time.perf_counter()
+        for base in range(0, args.messages, 5000):
+            for i in range(base, min(base + 5000, args.messages)):
+                text = " ".join(rng.choices(words, cum_weights=cum, k=rng.randint(6, 30)))
+                texts.append(text)
+                agent.append(Message(role="user" if i % 2 == 0 else "assistant", content=text,
+                                     created_at=start + timedelta(minutes=i)))
+            agent.context = []
+            agent.save()
+        store.compact()
+        load_s = time.perf_counter() - t0
+        print(f"loaded {args.messages:,} messages in {load_s:.1f} s ({args.messages / load_s:,.0f}/s, embedder "
+              f"{args.embedder!r}, commits of 5,000, then compacted)", flush=True)
+        recall = agent.tiers.recall
+        queries = [" ".join(rng.sample(t.split(), min(4, len(t.split())))) for t in rng.sample(texts, args.queries)]
+        for q in queries[:5]:
+            recall.search(q)
+        lat = []
+        for q in queries:
+            t = time.perf_counter()
+            recall.search(q)
+            lat.append((time.perf_counter() - t) * 1000)
+        dated = []
+        for q in queries[:50]:
+            t = time.perf_counter()
+            recall.search(q, start=start + timedelta(days=10), end=start + timedelta(days=40), roles=["user"])
+            dated.append((time.perf_counter() - t) * 1000)
+        print(f"conversation_search @ {args.messages:,}: p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, .95):.1f} ms;"
+              f" with date+role filters p50 {statistics.median(dated):.1f} ms, p95 {pct(dated, .95):.1f} ms", flush=True)
+        commit_ms, found = [], 0
+        for i in range(args.turns):
+            token = f"freshtoken{i}x"
+            agent.append(Message.user(f"new fact {token} about {rng.choice(words)}"))
+            agent.append(Message.assistant("noted"))
+            t = time.perf_counter()
+            agent.save()
+            commit_ms.append((time.perf_counter() - t) * 1000)
+            found += any(token in h.text for h in recall.search(token).hits)
+        store.wait_for_maintenance()
+        print(f"append a turn (user + assistant) until searchable: median {statistics.median(commit_ms):.1f} ms, "
+              f"p95 {pct(commit_ms, .95):.1f} ms; found at once {found}/{args.turns} "
+              f"(one batched commit per step; background compaction every 100 commits)", flush=True)
+    finally:
+        store.close()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Helpers for the recall/archival tests: agents with the deterministic embedder, direct tool calls."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from agentos.agent.agent import Agent
+from agentos.agent.state import AgentSettings
+from agentos.messages import Message, ToolCall
+from agentos.providers.scripted import ScriptedProvider
+from agentos.tools.decorator import ToolContext
+
+
+def make_agent(name: str = "sam", embedder: str = "hash:64") -> Agent:
+    return Agent.create(name, provider=ScriptedProvider([]), settings=AgentSettings(embedder=embedder))
+
+
+def call(agent: Agent, tool: str, **args: Any) -> tuple[str, bool]:
+    """Run a tool as the loop would; returns (text, is_error)."""
+    outcome = agent.tools.execute(ToolCall(id="c1", name=tool, arguments=json.dumps(args)), ToolContext(agent=agent))
+    return outcome.text, outcome.is_error
+
+
+def say(agent: Agent, role: str, text: str, when: datetime | None = None) -> Message:
+    """Append a message and commit it, as a finished step would."""
+    message = Message(role=role, content=text, created_at=when or datetime.now(timezone.utc))  # type: ignore[arg-type]
+    agent.append(message)
+    agent.save()
+    return message
+
+
+def day(d: int, month: int = 1, year: int = 2024) -> datetime:
+    return datetime(year, month, d, 12, 0, tzinfo=timezone.utc)

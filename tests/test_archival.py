@@ -1,0 +1,144 @@
+"""archival_insert / archival_search: chunking, dedup, tags, dates, paging, totals, counts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agentos.agent.agent import Agent
+from agentos.memory.archival import chunk_text
+from tests.memory_helpers import call, make_agent
+
+
+def _total(text: str) -> int:
+    return int(re.search(r"of (\d+)", text).group(1))  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash:64"])
+def test_empty_store(embedder: str) -> None:
+    agent = make_agent(embedder=embedder)
+    text, err = call(agent, "archival_search", query="anything")
+    assert not err and text.startswith("No passages found")
+    assert call(agent, "archival_search", query="")[0].startswith("No passages found")
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash:64"])
+def test_insert_then_search_at_once_and_count(embedder: str) -> None:
+    agent = make_agent(embedder=embedder)
+    text, err = call(agent, "archival_insert", content="Ada's cat is called Pixel.", tags=["pets"])
+    assert not err and "Stored 1 passage" in text
+    assert agent.state.archival_count == 1
+    assert "archival passages: 1" in agent.system_prompt().lower() or "1" in agent.system_prompt()
+    found, _ = call(agent, "archival_search", query="cat Pixel")
+    assert "Pixel" in found and "[tags: pets]" in found and "of 1 " in found
+
+
+def test_duplicate_is_not_stored_twice_and_agent_is_told() -> None:
+    agent = make_agent()
+    call(agent, "archival_insert", content="The launch is on Friday.")
+    text, err = call(agent, "archival_insert", content="  The launch   is on Friday. ")
+    assert not err and "Already in archival memory" in text and "nothing stored twice" in text
+    assert agent.tiers.archival.count() == 1 and agent.state.archival_count == 1
+
+
+def test_long_content_is_chunked() -> None:
+    long = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(300))
+    chunks = chunk_text(long)
+    assert len(chunks) > 5 and all(len(c) <= 1200 for c in chunks)
+    assert " ".join(chunks).split() == long.split()
+    agent = make_agent()
+    text, _ = call(agent, "archival_insert", content=long)
+    assert f"Stored {len(chunks)} passage(s)" in text
+    assert agent.state.archival_count == len(chunks)
+    assert chunk_text("x" * 5000) == ["x" * 1200] * 4 + ["x" * 200]
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash:64"])
+def test_paging_and_true_totals(embedder: str) -> None:
+    agent = make_agent(embedder=embedder)
+    agent.tiers.archival.insert_many([f"note {i} about gardening tomatoes" for i in range(12)])
+    first, _ = call(agent, "archival_search", query="gardening")
+    assert "1-5 of 12" in first and "page 0 of 3" in first
+    seen = set()
+    for page in range(3):
+        text, _ = call(agent, "archival_search", query="gardening", page=page)
+        seen |= set(re.findall(r"note \d+", text))
+    assert len(seen) == 12
+    last, _ = call(agent, "archival_search", query="gardening", page=2)
+    assert "11-12 of 12" in last
+    past, err = call(agent, "archival_search", query="gardening", page=9)
+    assert not err and "past the end" in past and "12" in past
+    listing, _ = call(agent, "archival_search", query="")
+    assert _total(listing) == 12
+
+
+def test_tag_filter() -> None:
+    agent = make_agent()
+    call(agent, "archival_insert", content="Tomatoes need sun.", tags=["garden"])
+    call(agent, "archival_insert", content="Tomatoes go in the sauce.", tags=["cooking", "it's"])
+    garden, _ = call(agent, "archival_search", query="tomatoes", tags=["garden"])
+    assert "need sun" in garden and "sauce" not in garden and "of 1 " in garden
+    both, _ = call(agent, "archival_search", query="tomatoes", tags=["garden", "cooking"])
+    assert _total(both) == 2
+    quoted, _ = call(agent, "archival_search", query="tomatoes", tags=["it's"])
+    assert "sauce" in quoted and _total(quoted) == 1
+    none, _ = call(agent, "archival_search", query="tomatoes", tags=["nope"])
+    assert none.startswith("No passages")
+
+
+def test_date_filter() -> None:
+    agent = make_agent()
+    arch = agent.tiers.archival
+    from tests.memory_helpers import day
+
+    arch.insert_many(["old memo about taxes"], created_at=day(1))
+    arch.insert_many(["new memo about taxes"], created_at=day(20))
+    text, _ = call(agent, "archival_search", query="taxes", start_date="2024-01-10")
+    assert "new memo" in text and "old memo" not in text
+    text, _ = call(agent, "archival_search", query="taxes", end_date="2024-01-01")
+    assert "old memo" in text and "new memo" not in text
+    text, _ = call(agent, "archival_search", query="", start_date="2024-01-01", end_date="2024-01-31")
+    assert text.index("new memo") < text.index("old memo")  # listing: newest first
+    text, err = call(agent, "archival_search", query="taxes", start_date="last tuesday")
+    assert err and "not a date" in text
+    text, err = call(agent, "archival_search", query="taxes", start_date="2024-02-01", end_date="2024-01-01")
+    assert err and "after end_date" in text
+
+
+def test_delete_updates_count() -> None:
+    agent = make_agent()
+    call(agent, "archival_insert", content="to be forgotten")
+    pid = agent.tiers.archival.search("forgotten").hits[0].id
+    assert agent.tiers.archival.delete(pid)
+    assert not agent.tiers.archival.delete(pid)
+    assert agent.tiers.refresh_archival_count() == 0
+
+
+def test_archival_survives_reload() -> None:
+    agent = make_agent()
+    call(agent, "archival_insert", content="persistent fact about Lisbon")
+    agent.close()
+    again = Agent.load("sam", provider=agent.provider)
+    assert again.state.archival_count == 1
+    assert "Lisbon" in call(again, "archival_search", query="Lisbon")[0]
+
+
+def test_bad_arguments_are_tool_errors() -> None:
+    agent = make_agent()
+    assert call(agent, "archival_insert", content="   ")[1]
+    assert call(agent, "archival_search", query="x", page=-1)[1]
+    text, err = call(agent, "archival_search", query="x", tags=["a\nb"])
+    assert err and "bad tag" in text
+
+
+def test_search_through_the_ann_index() -> None:
+    agent = make_agent(embedder="hash:32")
+    arch = agent.tiers.archival
+    arch.insert_many([f"passage {i} about topic {i % 13} and colour {i % 7}" for i in range(300)])
+    assert arch.ensure_ann_index(min_rows=100, partitions=1)
+    text, err = call(agent, "archival_search", query="topic 5 colour 3")
+    assert not err and "of " in text
+    assert len(arch.nearest("topic 5 colour 3", 10)) == 10
+    exact = arch.nearest("topic 5 colour 3", 10, exact=True)
+    assert len(set(arch.nearest("topic 5 colour 3", 10)) & set(exact)) >= 8

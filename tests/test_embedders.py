@@ -1,0 +1,98 @@
+"""Embedders: the deterministic one, specs, fail-fast errors, wrong-embedder refusal, reindex."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentos.agent.agent import Agent
+from agentos.errors import EmbedderError, EmbedderMismatchError
+from agentos.memory.embedders import HashEmbedder, NoEmbedder, OpenAIEmbedder, resolve_embedder
+from agentos.memory.tiers import MemoryTiers
+from tests.memory_helpers import call, make_agent, say
+
+
+def test_hash_embedder_is_deterministic_unit_and_batched() -> None:
+    e = HashEmbedder(64)
+    texts = [f"text number {i}" for i in range(150)]  # more than one batch
+    a, b = e.embed(texts), HashEmbedder(64).embed(texts)
+    assert a.shape == (150, 64) and np.array_equal(a, b)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0)
+    same, other = e.embed(["apple pie red", "quantum physics lecture"])
+    assert float(same @ e.embed(["red apple pie"])[0]) > float(other @ same)
+
+
+def test_specs() -> None:
+    assert isinstance(resolve_embedder("none"), NoEmbedder)
+    assert resolve_embedder("hash").name == "hash-384"
+    assert resolve_embedder("hash:32").dim == 32
+    assert resolve_embedder("openai/text-embedding-3-small").dim == 1536
+    assert resolve_embedder("ollama/nomic-embed-text").name == "ollama/nomic-embed-text"
+    for bad in ["bogus", "hash:abc", "nope/model", "hash:1"]:
+        with pytest.raises(EmbedderError):
+            resolve_embedder(bad)
+
+
+def test_unreachable_service_fails_fast_with_a_clear_message() -> None:
+    e = OpenAIEmbedder("nomic-embed-text", base_url="http://127.0.0.1:9/v1", api_key="x", label="ollama")
+    with pytest.raises(EmbedderError, match="cannot reach the embedding service at http://127.0.0.1:9/v1"):
+        e.embed(["hello"])
+
+
+def test_missing_api_key_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
+        OpenAIEmbedder("text-embedding-3-small").embed(["x"])
+
+
+def test_wrong_embedder_is_a_clear_error() -> None:
+    agent = make_agent(embedder="hash:64")
+    call(agent, "archival_insert", content="kept with hash-64")
+    say(agent, "user", "a message with a vector")
+    for other in [HashEmbedder(32), NoEmbedder()]:
+        tiers = MemoryTiers(agent, embedder=other)
+        with pytest.raises(EmbedderMismatchError, match="agentos reindex"):
+            tiers.archival.count()
+    text, err = call(Agent.load("sam", provider=agent.provider), "archival_search", query="kept")
+    assert not err and "kept" in text
+    agent.state.settings.embedder = "hash:32"
+    fresh = Agent.load("sam", provider=agent.provider)
+    fresh.state.settings.embedder = "hash:32"
+    text, err = call(fresh, "archival_search", query="kept")
+    assert err and "was built with embedder 'hash-64'" in text
+
+
+def test_embedder_down_does_not_break_a_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = make_agent(embedder="hash:64")
+
+    def boom(texts: object) -> object:
+        raise EmbedderError("cannot reach the embedding service")
+
+    monkeypatch.setattr(agent.tiers.embedder, "embed", boom)
+    say(agent, "user", "still saved and found by keywords")
+    monkeypatch.undo()
+    assert "still saved" in agent.tiers.recall.search("keywords").hits[0].text
+    say(agent, "user", "next step catches up")
+    agent.flush()
+    assert agent.tiers.recall.vectors.count_rows() == 2
+
+
+def test_reindex_switches_embedder_and_keeps_everything() -> None:
+    from agentos.memory.reindex import reindex
+
+    agent = make_agent(embedder="none")
+    call(agent, "archival_insert", content="passage about lighthouses", tags=["sea"])
+    say(agent, "user", "I visited a lighthouse")
+    agent.close()
+    progress: list[tuple[str, int, int]] = []
+    reindex("sam", "hash:48", progress=lambda what, done, total: progress.append((what, done, total)))
+    again = Agent.load("sam", provider=agent.provider)
+    assert again.state.settings.embedder == "hash:48"
+    assert again.tiers.archival.table.schema.field("vector").type.list_size == 48
+    assert again.tiers.recall.vectors.count_rows() == 1
+    text, err = call(again, "archival_search", query="lighthouses", tags=["sea"])
+    assert not err and "lighthouses" in text
+    assert progress and progress[-1][1] == progress[-1][2]
+    reindex("sam", "none")
+    back = Agent.load("sam", provider=agent.provider)
+    assert "lighthouses" in call(back, "archival_search", query="lighthouses")[0]
