@@ -92,7 +92,7 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
         exact = archival.nearest(q, 10, exact=True)
         exact_ms.append((time.perf_counter() - t) * 1000)
         recalls.append(len(set(approx) & set(exact)) / max(1, len(exact)))
-    mode = "HNSW-SQ ef=64 refine x5" if rows >= ANN_MIN_ROWS else "exact (no ANN below 50k)"
+    mode = "HNSW-SQ ef>=400 refine x10" if rows >= ANN_MIN_ROWS else "exact (no ANN below 50k)"
     print(
         f"[{rows:,}] archival_search hybrid ({mode}): p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, 0.95):.1f} ms; "
         f"with tag filter p50 {statistics.median(filtered):.1f} ms, p95 {pct(filtered, 0.95):.1f} ms; "

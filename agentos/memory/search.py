@@ -13,7 +13,7 @@ from agentos.storage.db import quote
 
 PAGE_SIZE = 5
 RRF_K = 10  # small k trusts top ranks; on LoCoMo k=10 beat k=60 (hit@10 0.74 vs 0.65)
-MAX_CANDIDATES = 1000  # keyword matches ranked per query; totals above this say so
+MAX_CANDIDATES = 100  # keyword matches ranked per query (20 pages); totals above say "100+"
 VECTOR_CANDIDATES = 50  # nearest neighbours fused with the keyword matches
 MAX_QUERY_CHARS = 2000
 MAX_PAGE = 10_000
