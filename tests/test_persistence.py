@@ -176,7 +176,7 @@ def test_compaction_keeps_every_message_and_state() -> None:
     agent = Agent.create("sam", provider=ScriptedProvider(["r"] * 30))
     for i in range(30):
         list(agent.turn(f"m{i}"))
-    agent.flush()
+        agent.flush()  # one commit per turn, as a slow model would cause
     before = agent.store.db.table("messages").stats()["fragment_stats"]["num_fragments"]
     agent.store.compact()
     assert agent.store.count_messages(agent.id) == 60
