@@ -85,6 +85,7 @@ def main() -> int:
             agent.append(Message.assistant("noted"))
             t = time.perf_counter()
             agent.save()
+            agent.flush()  # the step is on disk (the writer commits in the background otherwise)
             commit_ms.append((time.perf_counter() - t) * 1000)
             found += any(token in h.text for h in recall.search(token).hits)
         store.wait_for_maintenance()

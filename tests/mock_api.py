@@ -8,6 +8,8 @@ from typing import Any, Callable, Iterator, Union
 
 import httpx2
 
+from agentos.tools import tool
+
 Reply = Union[httpx2.Response, BaseException, Callable[[httpx2.Request], httpx2.Response]]
 SSE_HEADERS = {"content-type": "text/event-stream"}
 
@@ -173,3 +175,12 @@ def an_tool_reply(call_id: str, name: str, arguments: str) -> bytes:
 
 def an_error(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> httpx2.Response:
     return json_response(status, {"type": "error", "error": {"type": type_, "message": message}}, headers)
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the weather.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"

@@ -13,7 +13,6 @@ import pytest
 from agentos import Agent
 from agentos.chat import Repl
 from agentos.cli import main
-from agentos.events import TextDelta
 from agentos.providers import ScriptedProvider, Step
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from agentos.chat import Repl
 from agentos.cli import main as cli_main
 from agentos.errors import ContextOverflowError, ServerError
 from agentos.events import MessagesEvicted, Notice, TurnFailed, TurnFinished, UsageReported
-from agentos.messages import Message, Usage
+from agentos.messages import Usage
 from agentos.providers import ModelRequest, ScriptedProvider, Step
 from agentos.tools import tool
 

@@ -33,20 +33,11 @@ from mock_api import (
     an_text_reply,
     an_tool,
     an_tool_reply,
+    get_weather,
     sse_response,
 )
 
 pytestmark = pytest.mark.usefixtures("allow_real_providers")
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Get the weather.
-
-    Args:
-        city: The city.
-    """
-    return f"sunny in {city}"
 
 
 @tool

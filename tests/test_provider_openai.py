@@ -21,7 +21,6 @@ from agentos.messages import Message, ToolCall
 from agentos.providers.base import ModelRequest, StreamDone, StreamText, StreamToolCall, StreamUsage, complete
 from agentos.providers.openai_provider import OpenAIProvider, to_openai_messages
 from agentos.providers.retry import RetryPolicy
-from agentos.tools.decorator import tool
 from mock_api import (
     ChunkStream,
     MockAPI,
@@ -33,20 +32,11 @@ from mock_api import (
     oa_tool,
     oa_tool_reply,
     oa_usage,
+    get_weather,
     sse_response,
 )
 
 pytestmark = pytest.mark.usefixtures("allow_real_providers")
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Get the weather.
-
-    Args:
-        city: The city.
-    """
-    return f"sunny in {city}"
 
 
 def make(api: MockAPI, *, family: str = "openai", model: str = "gpt-4.1-mini", **kw) -> tuple[OpenAIProvider, list[float]]:

@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from agentos.messages import Message, ToolCall
 from agentos.providers.scripted import ScriptedProvider, Step
 from tests.memory_helpers import call, day, make_agent, say
 

@@ -20,7 +20,6 @@ from agentos.tokens import (
     count_message,
     counter_for,
     known_context_window,
-    message_text,
 )
 
 if TYPE_CHECKING:
