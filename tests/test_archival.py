@@ -136,7 +136,7 @@ def test_search_through_the_ann_index() -> None:
     agent = make_agent(embedder="hash:32")
     arch = agent.tiers.archival
     arch.insert_many([f"passage {i} about topic {i % 13} and colour {i % 7}" for i in range(300)])
-    assert arch.ensure_ann_index(min_rows=100, partitions=1)
+    assert arch.ensure_ann_index(min_rows=100)
     text, err = call(agent, "archival_search", query="topic 5 colour 3")
     assert not err and "of " in text
     assert len(arch.nearest("topic 5 colour 3", 10)) == 10

@@ -77,6 +77,25 @@ def test_embedder_down_does_not_break_a_turn(monkeypatch: pytest.MonkeyPatch) ->
     assert agent.tiers.recall.vectors.count_rows() == 2
 
 
+def test_search_falls_back_to_keywords_when_the_embedder_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = make_agent(embedder="hash:64")
+    call(agent, "archival_insert", content="the spare key is under the blue flowerpot")
+    say(agent, "user", "my sister lives in Lisbon")
+    agent.flush()
+
+    def boom(texts: object) -> object:
+        raise EmbedderError("cannot reach the embedding service at http://127.0.0.1:9/v1")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(agent.tiers.embedder, "embed", boom)
+        text, err = call(agent, "archival_search", query="blue flowerpot")
+        assert not err and "flowerpot" in text and "keyword matches only" in text and "127.0.0.1:9" in text
+        text, err = call(agent, "conversation_search", query="Lisbon")
+        assert not err and "Lisbon" in text and "keyword matches only" in text
+    text, err = call(agent, "archival_search", query="blue flowerpot")
+    assert not err and "keyword matches only" not in text
+
+
 def test_reindex_switches_embedder_and_keeps_everything() -> None:
     from agentos.memory.reindex import reindex
 
@@ -96,3 +115,32 @@ def test_reindex_switches_embedder_and_keeps_everything() -> None:
     reindex("sam", "none")
     back = Agent.load("sam", provider=agent.provider)
     assert "lighthouses" in call(back, "archival_search", query="lighthouses")[0]
+
+
+def test_a_reindex_cut_short_by_a_crash_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos.memory.reindex import reindex
+    from agentos.storage.db import Database
+
+    agent = make_agent(embedder="hash:32")
+    for i in range(3):
+        call(agent, "archival_insert", content=f"passage {i} about lighthouses")
+    agent.close()
+    real_drop = Database.drop
+
+    def crash_right_after_the_old_table_is_dropped(self: Database, name: str) -> None:
+        real_drop(self, name)
+        if name.startswith("archival_") and not name.endswith("__swap"):
+            raise KeyboardInterrupt("power cut")
+
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(Database, "drop", crash_right_after_the_old_table_is_dropped)
+        reindex("sam", "hash:48")
+
+    again = Agent.load("sam", provider=agent.provider)  # the passages come back from the copy
+    assert again.tiers.archival.db.count_rows(again.tiers.archival.name) == 3
+    reindex("sam", "hash:48")  # and the reindex can simply be run again
+    done = Agent.load("sam", provider=agent.provider)
+    assert done.tiers.archival.count() == 3
+    text, err = call(done, "archival_search", query="lighthouses")
+    assert not err and "of 3" in text
+    assert not any(t.endswith("__swap") for t in done.store.db.connection.list_tables().tables)

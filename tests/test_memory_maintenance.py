@@ -25,6 +25,35 @@ def test_archival_writes_are_compacted_and_fts_refreshed() -> None:
     assert "of 6 " in call(agent, "archival_search", query="orchids")[0]
 
 
+def test_maintenance_indexes_large_vector_tables_and_replaces_an_older_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lancedb.index import IvfPq
+
+    import agentos.storage.vector_index as vector_index
+
+    monkeypatch.setattr(vector_index, "ANN_MIN_ROWS", 300)
+    agent = make_agent(embedder="hash:32")
+    agent.store._maintenance.every = 1
+    arch = agent.tiers.archival
+    arch.insert_many([f"passage {i} about topic {i % 13} and colour {i % 7}" for i in range(299)])
+    arch.table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=2, num_sub_vectors=4))
+    call(agent, "archival_insert", content="one more passage about topic 5 and colour 3")
+    agent.store.wait_for_maintenance()
+    assert agent.store._maintenance.last_error is None
+    assert vector_index.vector_index_type(arch.table) == vector_index.INDEX_TYPE  # the older kind was replaced
+    text, err = call(agent, "archival_search", query="topic 5 colour 3")
+    assert not err and "of " in text
+    exact = arch.nearest("topic 5 colour 3", 10, exact=True)
+    assert len(set(arch.nearest("topic 5 colour 3", 10)) & set(exact)) >= 9
+
+
+def test_tag_filters_use_a_label_list_index() -> None:
+    agent = make_agent()
+    call(agent, "archival_insert", content="tagged passage", tags=["work"])
+    kinds = {tuple(i.columns): str(i.index_type) for i in agent.tiers.archival.table.list_indices()}
+    assert kinds[("tags",)] == "LabelList"
+    assert "tagged passage" in call(agent, "archival_search", query="passage", tags=["work"])[0]
+
+
 def test_idle_tables_are_compacted_on_a_timer(monkeypatch: pytest.MonkeyPatch) -> None:
     agent = make_agent()
     monkeypatch.setattr(store_module, "COMPACT_EVERY_SECONDS", 0.0)

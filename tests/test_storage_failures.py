@@ -79,3 +79,26 @@ def test_merge_keeps_the_newest_state_and_concatenates_rows() -> None:
     assert merged["agents"] == [{"agent_id": "a", "rev": 2}, {"agent_id": "b", "rev": 7}]
     assert merged["messages"] == [{"id": 1}, {"id": 2}]
     assert merged["vectors"].column("x").to_pylist() == [1, 2, 3]
+
+
+def test_a_search_waits_only_for_the_tables_it_reads() -> None:
+    import threading
+
+    from agentos.storage.writer import GroupCommitWriter, StepBatch
+
+    written: dict[str, list[object]] = {}
+    release = threading.Event()
+
+    def write(table: str, rows: list[object]) -> None:
+        if table == "agents":
+            assert release.wait(10)
+        written.setdefault(table, []).extend(rows)
+
+    writer = GroupCommitWriter(write, lambda tables, batches: None)
+    writer.submit(StepBatch(state_row={"agent_id": "a"}, rows={"messages": [{"id": 1}]}))
+    writer.flush_tables(["messages"])  # returns while the state row is still being written
+    assert written["messages"] == [{"id": 1}] and "agents" not in written
+    release.set()
+    writer.flush()
+    assert written["agents"] == [{"agent_id": "a"}]
+    writer.close()

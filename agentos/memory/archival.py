@@ -14,17 +14,16 @@ from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
     MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, rrf,
-    tag_clause, vector_ids,
+    tag_clause, concurrently, query_vector, vector_ids,
 )
-from agentos.memory.tables import has_vector_index, open_embedded
+from agentos.memory.tables import open_embedded
 from agentos.messages import new_id, utc_now
 from agentos.storage.db import Database, quote, storage_errors
 from agentos.storage.schemas import archival_schema
-from agentos.storage.store import ANN_MIN_ROWS
+from agentos.storage.vector_index import IndexWatch, ensure_vector_index, tune
 
 CHUNK_CHARS = 1200  # about 300 tokens
 MAX_INSERT_CHARS = 200_000
-ANN_QUERY = {"ef": 400, "refine": 10}  # HNSW-SQ recall on hash vectors: ef 64 -> 0.70, 400 -> 0.88
 _SHOWN = ["text", "tags", "created_at"]
 
 
@@ -74,7 +73,7 @@ class Archival:
         self.embedder = embedder
         self.on_write = on_write  # called with the table name after each commit (maintenance)
         self._table: Any = None
-        self._indexed: bool | None = None
+        self._index = IndexWatch()
 
     @property
     def table(self) -> Any:
@@ -154,36 +153,33 @@ class Archival:
         where = self._where(tags, start, end)
         table = self.table
         capped = False
-        known: dict[str, dict[str, Any]] = {}
+        note = None
         with storage_errors("search archival memory"):
             if not query:
                 q = table.search().select(["id", "created_at"]).limit(None)
                 rows = (q.where(where) if where else q).to_arrow().to_pylist()
                 ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["created_at"], reverse=True)]
             else:
-                rows = fts_rows(table, query, where, MAX_CANDIDATES, _SHOWN)
-                known = {r["id"]: r for r in rows}
+                vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
+                rows, nearest = concurrently(  # keyword and vector search overlap; the page is fetched after
+                    lambda: fts_rows(table, query, where, MAX_CANDIDATES),
+                    lambda: vector_ids(table, vector, where, VECTOR_CANDIDATES, self._ann()) if vector else None,
+                )
                 capped = len(rows) >= MAX_CANDIDATES
-                rankings = [[r["id"] for r in rows]]
-                if self.embedder.enabled:
-                    vector = self.embedder.embed([query])[0]
-                    rankings.append(vector_ids(table, vector.tolist(), where, VECTOR_CANDIDATES, self._ann()))
-                ranked = rrf(rankings)
-            hits = self._hits(ranked[page * page_size : (page + 1) * page_size], known)
-        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped)
+                ranked = rrf([[r["id"] for r in rows]] + ([nearest] if nearest is not None else []))
+            hits = self._hits(ranked[page * page_size : (page + 1) * page_size])
+        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
 
-    def _ann(self) -> dict[str, int] | None:
-        if self._indexed is None:
-            self._indexed = has_vector_index(self.table)
-        return ANN_QUERY if self._indexed else None
+    def _ann(self) -> bool:
+        return self._index.indexed(self.table)
 
-    def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
-        by_id = {key: known[key] for key, _ in chosen if key in known}
-        missing = [key for key, _ in chosen if key not in by_id]
-        if missing:
-            ids = ", ".join(quote(i) for i in missing)
-            rows = self.table.search().where(f"id IN ({ids})").select(["id", *_SHOWN]).limit(len(missing))
-            by_id.update((r["id"], r) for r in rows.to_arrow().to_pylist())
+    def _hits(self, chosen: list[tuple[str, float]]) -> list[Hit]:
+        """The shown columns of one page of results, fetched by id."""
+        by_id: dict[str, dict[str, Any]] = {}
+        if chosen:
+            ids = ", ".join(quote(key) for key, _ in chosen)
+            rows = self.table.search().where(f"id IN ({ids})").select(["id", *_SHOWN]).limit(len(chosen))
+            by_id = {r["id"]: r for r in rows.to_arrow().to_pylist()}
         return [
             Hit(id=k, text=by_id[k]["text"], created_at=by_id[k]["created_at"], tags=by_id[k]["tags"] or [], score=s)
             for k, s in chosen if k in by_id
@@ -204,7 +200,10 @@ class Archival:
         """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""
         vector = self.embedder.embed([query])[0].tolist()
         q = self.table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"])
-        q = q.bypass_vector_index() if exact else (q.ef(max(ANN_QUERY["ef"], k * ANN_QUERY["refine"])).refine_factor(ANN_QUERY["refine"]) if self._ann() else q)
+        if exact:
+            q = q.bypass_vector_index()
+        elif self._ann():
+            q = tune(q, k)
         return [r["id"] for r in q.limit(k).to_arrow().to_pylist()]
 
     def optimize(self) -> None:
@@ -214,15 +213,10 @@ class Archival:
         with storage_errors("optimize archival memory"):
             self.table.optimize(cleanup_older_than=timedelta(minutes=1))
 
-    def ensure_ann_index(self, min_rows: int = ANN_MIN_ROWS, partitions: int | None = None) -> bool:
-        """Build the HNSW-SQ index once the table is large enough; True if one exists now."""
-        from lancedb.index import HnswSq
-
-        if not self.embedder.enabled or self.count() < min_rows:
+    def ensure_ann_index(self, min_rows: int | None = None) -> bool:
+        """Build the vector index now if the table is large enough (maintenance does this in the background)."""
+        if not self.embedder.enabled:
             return False
-        if not has_vector_index(self.table):
-            with storage_errors("index archival vectors"):
-                extra = {"num_partitions": partitions} if partitions else {}
-                self.table.create_index("vector", config=HnswSq(distance_type="cosine", **extra))
-        self._indexed = True
-        return True
+        with storage_errors("index archival vectors"):
+            self._index.set(ensure_vector_index(self.table, min_rows))
+        return self._ann()

@@ -9,13 +9,15 @@ import pyarrow as pa
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, date_clauses, fts_rows, rrf, vector_ids,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, date_clauses, fts_rows, query_vector, rrf,
+    vector_ids,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import Message
 from agentos.storage.db import Database, quote, storage_errors
 from agentos.storage.records import embed_text
 from agentos.storage.schemas import recall_vectors_schema
+from agentos.storage.vector_index import IndexWatch
 
 SEARCH_ROLES = ("user", "assistant")
 _SHOWN = ["role", "content", "name", "created_at"]
@@ -35,6 +37,7 @@ class Recall:
         self.embedder = embedder
         self.before_read = before_read  # e.g. the store's flush, so steps just taken are searchable
         self._vectors: Any = None
+        self._index = IndexWatch()
 
     @property
     def vectors(self) -> Any:
@@ -84,6 +87,7 @@ class Recall:
         messages = self.db.table("messages")
         if not query and start is None and end is None:
             raise ToolError("give a query, or start_date and/or end_date for a date search.")
+        note = None
         with storage_errors("search recall memory"):
             known: dict[str, dict[str, Any]] = {}
             if not query:
@@ -96,14 +100,15 @@ class Recall:
                 capped = len(rows) >= MAX_CANDIDATES
                 rankings = [[r["id"] for r in rows]]
                 table = self.vectors
-                if table is not None:
+                vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
+                if vector is not None:
                     vwhere = self._where(start, end, roles, with_agent=False)
-                    vector = self.embedder.embed([query])[0]
-                    rankings.append(vector_ids(table, vector.tolist(), None if vwhere == "true" else vwhere, VECTOR_CANDIDATES))
+                    rankings.append(vector_ids(table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES,
+                                               self._index.indexed(table)))
                 ranked = rrf(rankings)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(chosen, known)
-        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped)
+        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
 
     def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
         by_id = {key: known[key] for key, _ in chosen if key in known}

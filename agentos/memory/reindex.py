@@ -9,7 +9,7 @@ import pyarrow as pa
 from agentos.memory.archival import archival_table_name
 from agentos.memory.embedders import Embedder, resolve_embedder, vector_array
 from agentos.memory.recall import vectors_table_name
-from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.db import Database, quote, replace_table, storage_errors
 from agentos.storage.schemas import archival_schema, recall_vectors_schema
 
 Progress = Callable[[str, int, int], None]
@@ -66,14 +66,14 @@ def _archival(db: Database, agent_id: str, embedder: Embedder, report: Progress)
         data = data.append_column("vector", pa.chunked_array(parts, type=schema.field("vector").type))
     else:
         report("archival passages", old.num_rows, old.num_rows)
-    _replace(db, name, schema, data.cast(schema))
+    replace_table(db, name, schema, data.cast(schema))
     return old.num_rows
 
 
 def _recall(db: Database, agent_id: str, embedder: Embedder, report: Progress) -> int:
     name = vectors_table_name(agent_id)
-    db.drop(name)
     if not embedder.enabled:
+        db.drop(name)
         return 0
     where = f"agent_id = {quote(agent_id)} AND search_text IS NOT NULL"
     with storage_errors("read recall memory"):
@@ -85,17 +85,5 @@ def _recall(db: Database, agent_id: str, embedder: Embedder, report: Progress) -
     data = rows.select(["id", "role", "created_at"]).append_column(
         "vector", pa.chunked_array(parts, type=schema.field("vector").type)
     )
-    _replace(db, name, schema, data.cast(schema))
+    replace_table(db, name, schema, data.cast(schema))
     return rows.num_rows
-
-
-def _replace(db: Database, name: str, schema: pa.Schema, data: pa.Table) -> None:
-    """Write a backup copy first, then swap the table, so a crash never loses the passages."""
-    backup = f"{name}__reindex"
-    db.drop(backup)
-    db.table(backup, schema)
-    db.add(backup, data)
-    db.drop(name)
-    db.table(name, schema)
-    db.add(name, data)
-    db.drop(backup)

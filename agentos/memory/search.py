@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from agentos.errors import ToolError
 from agentos.storage.db import quote
+from agentos.storage.vector_index import tune
 
 PAGE_SIZE = 5
 RRF_K = 10  # small k trusts top ranks; on LoCoMo k=10 beat k=60 (hit@10 0.74 vs 0.65)
@@ -18,6 +20,8 @@ VECTOR_CANDIDATES = 50  # nearest neighbours fused with the keyword matches
 MAX_QUERY_CHARS = 2000
 MAX_PAGE = 10_000
 TEXT_LIMIT = 600  # characters of one result shown to the model
+A = TypeVar("A")
+B = TypeVar("B")
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
 
 
@@ -42,6 +46,7 @@ class Page:
     page: int
     page_size: int
     capped: bool = False
+    note: str | None = None  # e.g. why meaning-based ranking was left out
 
     @property
     def pages(self) -> int:
@@ -138,14 +143,45 @@ def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Seq
     return q.to_arrow().to_pylist()
 
 
-def vector_ids(table: Any, vector: list[float], where: str | None, limit: int, ann: dict[str, int] | None = None) -> list[str]:
-    """Ids of the nearest vectors by cosine distance, best first."""
+def vector_ids(table: Any, vector: list[float], where: str | None, limit: int, indexed: bool = False) -> list[str]:
+    """Ids of the nearest vectors by cosine distance, best first (through the vector index when `indexed`)."""
     q = table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"]).limit(limit)
-    if ann:  # HNSW needs ef >= limit x refine factor
-        q = q.ef(max(ann["ef"], limit * ann["refine"])).refine_factor(ann["refine"])
+    if indexed:
+        q = tune(q, limit)
     if where:
         q = q.where(where, prefilter=True)
     return [r["id"] for r in q.to_arrow().to_pylist()]
+
+
+def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | None]:
+    """The query's vector; when the embedding service fails, None and a note (search falls back to keywords)."""
+    from agentos.errors import EmbedderError
+
+    try:
+        return embedder.embed([query])[0].tolist(), None
+    except EmbedderError as exc:
+        return None, f"Meaning-based search is unavailable ({exc}); these are keyword matches only."
+
+
+def concurrently(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """Run `second` on a helper thread while `first` runs here; LanceDB searches release the GIL."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = second()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    helper = threading.Thread(target=run, name="agentos-search", daemon=True)
+    helper.start()
+    try:
+        result = first()
+    finally:
+        helper.join()
+    if "error" in box:
+        raise box["error"]
+    return result, box["value"]
 
 
 def shorten(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -155,17 +191,18 @@ def shorten(text: str, limit: int = TEXT_LIMIT) -> str:
 
 def format_page(page: Page, what: str, query: str) -> str:
     """The text the model sees: a header with true totals, then one line per result."""
+    note = f"\n{page.note}" if page.note else ""
     if page.total == 0:
-        return f"No {what} found" + (f" for {query!r}." if query else ".")
+        return f"No {what} found" + (f" for {query!r}." if query else ".") + note
     first = page.page * page.page_size
     if not page.hits:
-        return f"Page {page.page} is past the end: {page.total} {what}, {page.pages} page(s) (pages start at 0)."
+        return f"Page {page.page} is past the end: {page.total} {what}, {page.pages} page(s) (pages start at 0)." + note
     more = "+" if page.capped else ""
     head = (
         f"Showing {what} {first + 1}-{first + len(page.hits)} of {page.total}{more} "
         f"(page {page.page} of {page.pages}{more}; pages start at 0)."
     )
-    lines = [head]
+    lines = [head + note]
     for hit in page.hits:
         when = hit.created_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         label = hit.role or ("id " + hit.id)

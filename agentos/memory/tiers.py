@@ -39,7 +39,8 @@ class MemoryTiers:
     @property
     def recall(self) -> Recall:
         if self._recall is None:
-            self._recall = Recall(self.agent.store.db, self.agent.id, self.embedder, before_read=self.agent.store.flush)
+            store, tables = self.agent.store, ["messages", vectors_table_name(self.agent.id)]
+            self._recall = Recall(store.db, self.agent.id, self.embedder, before_read=lambda: store.flush(tables))
         return self._recall
 
     @property

@@ -50,23 +50,54 @@ def storage_errors(action: str) -> Iterator[None]:
 # column -> index kind; per-agent tables ("archival_<id>") use their prefix's entry
 INDEXES: dict[str, dict[str, str]] = {
     "messages": {"search_text": "fts", "id": "btree", "agent_id": "btree"},
-    "archival": {"text": "fts", "id": "btree", "content_hash": "btree"},
+    "archival": {"text": "fts", "id": "btree", "content_hash": "btree", "tags": "labellist"},
     "recall": {"id": "btree"},
 }
 
 
 def ensure_indexes(table: Any, wanted: dict[str, str]) -> None:
-    """Create missing BM25 and B-tree indexes; rows added later are found at once, then folded in by optimize()."""
-    from lancedb.index import FTS, BTree
+    """Create missing BM25, B-tree and label-list indexes; rows added later are found at once, then folded in
+    by optimize(). A label list serves `array_has_any` on tags (a 1M-row tag filter: 100 ms without it)."""
+    from lancedb.index import FTS, BTree, LabelList
 
+    configs = {"fts": FTS, "btree": BTree, "labellist": LabelList}
     have = {tuple(idx.columns) for idx in table.list_indices()}
     for column, kind in wanted.items():
         if (column,) not in have:
-            table.create_index(column, config=FTS() if kind == "fts" else BTree(), replace=True)
+            table.create_index(column, config=configs[kind](), replace=True)
 
 
 def has_vector_index(table: Any) -> bool:
     return any(idx.columns == ["vector"] for idx in table.list_indices())
+
+
+SWAP_SUFFIX = "__swap"  # a full copy written before a table is replaced (see `replace_table`)
+
+
+def replace_table(db: "Database", name: str, schema: pa.Schema, data: pa.Table) -> None:
+    """Replace a table's contents, crash-safe: a full copy is committed first and removed last, and
+    opening the table restores from the copy if a crash cut the swap short."""
+    backup = name + SWAP_SUFFIX
+    db.drop(backup)
+    db.table(backup, schema)
+    db.add(backup, data)
+    db.drop(name)
+    with storage_errors(f"replace table {name!r}"):  # not db.table(): that would restore from the copy
+        db.connection.create_table(name, schema=schema).add(data)
+    db.drop(backup)
+
+
+def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
+    """Finish what a crash in `replace_table` left: restore the table from its copy, or drop a stale copy."""
+    copy = conn.open_table(name + SWAP_SUFFIX)
+    wanted = copy.count_rows()
+    current = conn.open_table(name).count_rows() if name in names else None
+    if wanted and (current is None or current < wanted):  # the swap was cut after the old table was dropped
+        if current is not None:
+            conn.drop_table(name)
+        restored = conn.create_table(name, schema=copy.schema)
+        restored.add(copy.to_arrow())
+    conn.drop_table(name + SWAP_SUFFIX)
 
 
 class Database:
@@ -105,7 +136,7 @@ class Database:
             expected = schema if schema is not None else TABLES[name]
             conn = self.connection
             with storage_errors(f"open table {name!r} in {self.uri}"):
-                if name in conn.list_tables().tables:
+                if name in self._table_names(name):
                     table = conn.open_table(name)
                     found = schema_version(table.schema)
                     wanted = schema_version(expected)
@@ -122,13 +153,21 @@ class Database:
             self._tables[name] = table
             return table
 
+    def _table_names(self, name: str) -> list[str]:
+        """The database's tables, after finishing a swap of `name` that a crash cut short."""
+        names = self.connection.list_tables().tables
+        if name + SWAP_SUFFIX in names:
+            restore_interrupted_swap(self.connection, name, names)
+            names = self.connection.list_tables().tables
+        return names
+
     def _migrate(self, name: str, table: Any, found: int) -> Any:
         # Version 1 is the first schema; later versions add their steps here.
         raise StorageError(f"table {name!r} has unknown schema version {found}; no migration exists.")
 
     def exists(self, name: str) -> bool:
         with storage_errors(f"list tables in {self.uri}"):
-            return name in self._tables or name in self.connection.list_tables().tables
+            return name in self._tables or name in self._table_names(name)
 
     def drop(self, name: str) -> None:
         """Drop a table if it exists."""
@@ -143,7 +182,7 @@ class Database:
         with storage_errors(f"count rows of {name!r}"):
             if name in self._tables:
                 return self._tables[name].count_rows()
-            if name not in self.connection.list_tables().tables:
+            if name not in self._table_names(name):
                 return None
             return self.connection.open_table(name).count_rows()
 

@@ -11,12 +11,12 @@ from typing import Any
 from agentos.errors import StorageError
 from agentos.memory.blocks import MemoryEdit
 from agentos.messages import Message
-from agentos.storage.db import Database, has_vector_index, quote, storage_errors
+from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
 from agentos.storage.records import edit_row, message_row, row_message
 from agentos.storage.schemas import TABLES
+from agentos.storage.vector_index import ensure_vector_index
 from agentos.storage.writer import GroupCommitWriter, StepBatch
 
-ANN_MIN_ROWS = 50_000  # archival tables get an HNSW-SQ index from this size
 COMPACT_EVERY_COMMITS = 100
 COMPACT_EVERY_SECONDS = 600.0  # also compact a table touched since, at most this often
 CLEANUP_OLDER_THAN = timedelta(minutes=2)
@@ -59,6 +59,7 @@ class Store:
             self.db.table("memory_edits").delete(f"agent_id = {quote(agent_id)}")
             for table in (f"archival_{agent_id}", f"recall_vectors_{agent_id}"):
                 self.db.drop(table)
+                self.db.drop(table + SWAP_SUFFIX)
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -115,9 +116,12 @@ class Store:
         }
         self._writer.submit(StepBatch(state_row=state_row, rows=rows))
 
-    def flush(self) -> None:
-        """Wait until every submitted step is written."""
-        self._writer.flush()
+    def flush(self, tables: list[str] | None = None) -> None:
+        """Wait until every submitted step is written (only to `tables`, when given)."""
+        if tables is None:
+            self._writer.flush()
+        else:
+            self._writer.flush_tables(tables)
 
     def _write_rows(self, table: str, rows: Any) -> None:
         self.db.add(table, rows)
@@ -215,20 +219,12 @@ class Maintenance:
                     continue  # dropped since (a deleted agent, a reindex)
                 # optimize() also folds new rows into the FTS and vector indexes
                 self.store.db.table(table).optimize(cleanup_older_than=CLEANUP_OLDER_THAN)
-                if table.startswith("archival_"):
-                    self._index_vectors(table)
+                if table.startswith(("archival_", "recall_vectors_")):
+                    ensure_vector_index(self.store.db.table(table))
             self.runs += 1
             self.last_run = time.monotonic()
         except Exception as exc:  # noqa: BLE001 - maintenance must never break a turn
             self.last_error = str(exc)
-
-    def _index_vectors(self, table: str) -> None:
-        """Build the ANN index once an archival table is large (exact search is fine below)."""
-        from lancedb.index import HnswSq
-
-        handle = self.store.db.table(table)
-        if "vector" in handle.schema.names and not has_vector_index(handle) and handle.count_rows() >= ANN_MIN_ROWS:
-            handle.create_index("vector", config=HnswSq(distance_type="cosine"))
 
     def wait(self) -> None:
         if self._thread is not None:

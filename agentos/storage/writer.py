@@ -25,6 +25,7 @@ class StepBatch:
 
     state_row: dict[str, Any] | None
     rows: dict[str, Rows] = field(default_factory=dict)
+    seq: int = 0  # order of submission, set by the writer
 
 
 def _concat(parts: list[Rows]) -> Rows:
@@ -67,6 +68,9 @@ class GroupCommitWriter:
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="agentos-writer", daemon=True)
         self._closed = False
+        self._submitted = 0  # seq of the newest submitted step
+        self._done_all = 0  # every table is written up to this seq
+        self._done: dict[str, int] = {}  # a table is written up to this seq (it may run ahead of _done_all)
         self.commits = 0
         self._thread.start()
 
@@ -76,6 +80,8 @@ class GroupCommitWriter:
         The step is queued either way: nothing is dropped.
         """
         with self._cond:
+            self._submitted += 1
+            batch.seq = self._submitted
             self._queue.append(batch)
             error = self._error
             if error is not None:
@@ -99,6 +105,19 @@ class GroupCommitWriter:
         if error is not None:
             raise _as_storage_error(error)
 
+    def flush_tables(self, tables: list[str]) -> None:
+        """Wait only until `tables` hold every submitted step (e.g. a search needs the messages, not the state).
+
+        After a failure this is a full `flush`, which retries and raises.
+        """
+        with self._cond:
+            target = self._submitted
+            while self._error is None and not all(max(self._done_all, self._done.get(t, 0)) >= target for t in tables):
+                self._cond.wait()
+            failed = self._error is not None
+        if failed:
+            self.flush()
+
     @property
     def pending(self) -> int:
         with self._cond:
@@ -113,7 +132,7 @@ class GroupCommitWriter:
                 self._cond.notify_all()
             self._thread.join(timeout=5)
 
-    def _write_tables(self, tables: list[str], rows: dict[str, Rows]) -> dict[str, BaseException]:
+    def _write_tables(self, tables: list[str], rows: dict[str, Rows], seq: int) -> dict[str, BaseException]:
         """Write each table's rows, the tables in parallel; return the failures by table."""
         failed: dict[str, BaseException] = {}
 
@@ -122,6 +141,10 @@ class GroupCommitWriter:
                 self._write(table, rows[table])
             except BaseException as exc:  # noqa: BLE001 - reported to the caller of flush/submit
                 failed[table] = exc
+                return
+            with self._cond:  # wake flush_tables() waiters on this table now
+                self._done[table] = max(self._done.get(table, 0), seq)
+                self._cond.notify_all()
 
         # Plain threads, not an executor: this must keep working while the interpreter exits.
         helpers = [threading.Thread(target=write, args=(t,), daemon=True) for t in tables[1:]]
@@ -143,9 +166,10 @@ class GroupCommitWriter:
                 self._retry = False
                 self._in_flight, self._queue = self._queue, []
             batches = self._in_flight
+            seq = max(b.seq for b in batches)
             try:
                 rows = merge(batches)
-                failed = self._write_tables(list(rows), rows)
+                failed = self._write_tables(list(rows), rows, seq)
             except BaseException as exc:  # noqa: BLE001 - a bug here must not kill the writer
                 rows, failed = {}, {"*": exc}
             if not failed:
@@ -161,13 +185,14 @@ class GroupCommitWriter:
                     self._error = failed["*"]
                 elif failed:
                     # Retry only the tables that failed, so no row is written twice.
-                    states = [StepBatch(state_row=r) for r in rows["agents"]] if "agents" in failed else []
+                    states = [StepBatch(state_row=r, seq=seq) for r in rows["agents"]] if "agents" in failed else []
                     residual = StepBatch(state_row=None, rows={t: r for t, r in rows.items()
-                                                               if t in failed and t != "agents"})
+                                                               if t in failed and t != "agents"}, seq=seq)
                     self._queue = states + [residual] + self._queue
                     self._error = next(iter(failed.values()))
                 else:
                     self._error = None
+                    self._done_all = seq
                     self.commits += 1
                 self._cond.notify_all()
 

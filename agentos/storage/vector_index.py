@@ -1,0 +1,70 @@
+"""The vector index of large archival tables, and how queries use it.
+
+IVF-RaBitQ: every vector is also kept as a 1-bit-per-dimension code. A query scans the codes
+of every partition (so no neighbour is lost to partition pruning, whatever the embedder's
+geometry), then re-ranks the best `RERANK_CANDIDATES` with the full vectors. On the
+benchmark's 384-dim hash vectors this holds recall@10 at ~0.97 against exact search at 1M
+rows, builds in seconds (HNSW took minutes at 100k) and needs no tuning per table.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+ANN_MIN_ROWS = 50_000  # below this an exact scan is as fast; from here archival gets the index
+PARTITIONS = 4  # all are probed: they only split the scan, never prune it
+RERANK_CANDIDATES = 600  # codes' best candidates re-ranked with full vectors
+INDEX_TYPE = "IvfRq"
+
+
+def index_config() -> Any:
+    from lancedb.index import IvfRq
+
+    return IvfRq(distance_type="cosine", num_partitions=PARTITIONS)
+
+
+def vector_index_type(table: Any) -> str | None:
+    """The kind of index on the `vector` column, or None."""
+    for idx in table.list_indices():
+        if idx.columns == ["vector"]:
+            return str(idx.index_type)
+    return None
+
+
+def ensure_vector_index(table: Any, min_rows: int | None = None) -> bool:
+    """Build the index once the table holds `min_rows`, replacing an index of an older kind; True if one exists."""
+    if "vector" not in table.schema.names:
+        return False
+    kind = vector_index_type(table)
+    if kind == INDEX_TYPE:
+        return True
+    if table.count_rows() < (ANN_MIN_ROWS if min_rows is None else min_rows):
+        return False
+    table.create_index("vector", config=index_config(), replace=True)
+    return True
+
+
+def tune(query: Any, limit: int) -> Any:
+    """Set a vector query on an indexed table to probe every partition and re-rank enough candidates."""
+    return query.nprobes(PARTITIONS).refine_factor(max(1, math.ceil(RERANK_CANDIDATES / max(1, limit))))
+
+
+class IndexWatch:
+    """Whether a table has the vector index; re-checked at most every `every` seconds until it does
+    (background maintenance adds it once the table grows)."""
+
+    def __init__(self, every: float = 30.0) -> None:
+        self.every = every
+        self._indexed = False
+        self._checked_at = -math.inf
+
+    def indexed(self, table: Any) -> bool:
+        if not self._indexed and time.monotonic() - self._checked_at >= self.every:
+            self._checked_at = time.monotonic()
+            self._indexed = vector_index_type(table) == INDEX_TYPE
+        return self._indexed
+
+    def set(self, indexed: bool) -> None:
+        self._indexed = indexed
