@@ -142,3 +142,19 @@ def test_search_through_the_ann_index() -> None:
     assert len(arch.nearest("topic 5 colour 3", 10)) == 10
     exact = arch.nearest("topic 5 colour 3", 10, exact=True)
     assert len(set(arch.nearest("topic 5 colour 3", 10)) & set(exact)) >= 8
+
+
+def test_a_page_is_right_even_when_a_compaction_renumbered_the_rows() -> None:
+    from agentos.memory.search import fts_rows
+
+    agent = make_agent()
+    arch = agent.tiers.archival
+    for i in range(4):  # four commits, four fragments
+        arch.insert_many([f"note {i} about harbours"])
+    rows = fts_rows(arch.table, "harbours", None, 10)
+    before = {r["id"]: r["_rowid"] for r in rows}
+    arch.optimize()  # compaction rewrites the fragments: the row ids above are stale now
+    hits = arch._hits([(key, 0.0) for key in before], before)
+    assert sorted(h.text for h in hits) == [f"note {i} about harbours" for i in range(4)]
+    text, err = call(agent, "archival_search", query="harbours")
+    assert not err and "of 4" in text

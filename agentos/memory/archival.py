@@ -13,8 +13,8 @@ import pyarrow as pa
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, rrf,
-    tag_clause, concurrently, query_vector, vector_ids,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, fuse,
+    tag_clause, concurrently, nearest_rows, query_vector,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import new_id, utc_now
@@ -154,6 +154,7 @@ class Archival:
         table = self.table
         capped = False
         note = None
+        row_ids: dict[str, int] = {}
         with storage_errors("search archival memory"):
             if not query:
                 q = table.search().select(["id", "created_at"]).limit(None)
@@ -161,25 +162,35 @@ class Archival:
                 ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["created_at"], reverse=True)]
             else:
                 vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
-                rows, nearest = concurrently(  # keyword and vector search overlap; the page is fetched after
+                rows, near = concurrently(  # keyword and vector search overlap; the page is fetched after
                     lambda: fts_rows(table, query, where, MAX_CANDIDATES),
-                    lambda: vector_ids(table, vector, where, VECTOR_CANDIDATES, self._ann()) if vector else None,
+                    lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES, self._ann()) if vector else None,
                 )
                 capped = len(rows) >= MAX_CANDIDATES
-                ranked = rrf([[r["id"] for r in rows]] + ([nearest] if nearest is not None else []))
-            hits = self._hits(ranked[page * page_size : (page + 1) * page_size])
+                ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
+                row_ids = {r["id"]: r["_rowid"] for r in rows + (near or [])}
+            hits = self._hits(ranked[page * page_size : (page + 1) * page_size], row_ids)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
 
     def _ann(self) -> bool:
         return self._index.indexed(self.table)
 
-    def _hits(self, chosen: list[tuple[str, float]]) -> list[Hit]:
-        """The shown columns of one page of results, fetched by id."""
+    def _hits(self, chosen: list[tuple[str, float]], row_ids: dict[str, int]) -> list[Hit]:
+        """The shown columns of one page of results: taken by row id, or by id for rows a compaction
+        renumbered since the search (or that came without a row id)."""
+        columns = ["id", *_SHOWN]
         by_id: dict[str, dict[str, Any]] = {}
-        if chosen:
-            ids = ", ".join(quote(key) for key, _ in chosen)
-            rows = self.table.search().where(f"id IN ({ids})").select(["id", *_SHOWN]).limit(len(chosen))
-            by_id = {r["id"]: r for r in rows.to_arrow().to_pylist()}
+        known = [row_ids[key] for key, _ in chosen if key in row_ids]
+        if known:
+            try:
+                by_id = {r["id"]: r for r in self.table.take_row_ids(known).select(columns).to_arrow().to_pylist()}
+            except Exception:  # noqa: BLE001 - row ids gone since the search: fetch by id below
+                by_id = {}
+        missing = [key for key, _ in chosen if key not in by_id]
+        if missing:
+            ids = ", ".join(quote(key) for key in missing)
+            rows = self.table.search().where(f"id IN ({ids})").select(columns).limit(len(missing))
+            by_id.update((r["id"], r) for r in rows.to_arrow().to_pylist())
         return [
             Hit(id=k, text=by_id[k]["text"], created_at=by_id[k]["created_at"], tags=by_id[k]["tags"] or [], score=s)
             for k, s in chosen if k in by_id

@@ -9,8 +9,8 @@ import pyarrow as pa
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, date_clauses, fts_rows, query_vector, rrf,
-    vector_ids,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, concurrently, date_clauses, fts_rows, fuse,
+    query_vector, vector_ids,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import Message
@@ -95,17 +95,18 @@ class Recall:
                 ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["seq"])]
                 capped = False
             else:
-                rows = fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""), MAX_CANDIDATES, _SHOWN)
-                known = {r["id"]: r for r in rows}
-                capped = len(rows) >= MAX_CANDIDATES
-                rankings = [[r["id"] for r in rows]]
                 table = self.vectors
                 vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
-                if vector is not None:
-                    vwhere = self._where(start, end, roles, with_agent=False)
-                    rankings.append(vector_ids(table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES,
-                                               self._index.indexed(table)))
-                ranked = rrf(rankings)
+                vwhere = self._where(start, end, roles, with_agent=False)
+                rows, nearest = concurrently(  # keyword and vector search overlap
+                    lambda: fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""),
+                                     MAX_CANDIDATES, _SHOWN),
+                    lambda: None if vector is None else vector_ids(
+                        table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES, self._index.indexed(table)),
+                )
+                known = {r["id"]: r for r in rows}
+                capped = len(rows) >= MAX_CANDIDATES
+                ranked = fuse([r["id"] for r in rows], nearest)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(chosen, known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)

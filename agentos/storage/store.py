@@ -29,7 +29,8 @@ class Store:
     def __init__(self, uri: str | Path, storage_options: dict[str, str] | None = None) -> None:
         self.db = Database(uri, storage_options)
         self._maintenance = Maintenance(self)
-        self._writer = GroupCommitWriter(self._write_rows, self._committed)
+        # messages and recall vectors first: conversation_search waits for them, not for the state
+        self._writer = GroupCommitWriter(self._write_rows, self._committed, first=("messages", "recall_vectors_"))
 
     @property
     def uri(self) -> str:

@@ -25,7 +25,6 @@ class StepBatch:
 
     state_row: dict[str, Any] | None
     rows: dict[str, Rows] = field(default_factory=dict)
-    seq: int = 0  # order of submission, set by the writer
 
 
 def _concat(parts: list[Rows]) -> Rows:
@@ -57,9 +56,10 @@ class GroupCommitWriter:
     """One writer thread per store; `write(table, rows)` commits rows to one table."""
 
     def __init__(self, write: Callable[[str, Rows], None],
-                 on_commit: Callable[[list[str], list[StepBatch]], None]) -> None:
+                 on_commit: Callable[[list[str], list[StepBatch]], None], first: tuple[str, ...] = ()) -> None:
         self._write = write
         self._on_commit = on_commit
+        self._first = first  # tables (or name prefixes) written before the others, e.g. what searches read
         self._queue: list[StepBatch] = []
         self._in_flight: list[StepBatch] = []
         self._error: BaseException | None = None
@@ -68,9 +68,7 @@ class GroupCommitWriter:
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="agentos-writer", daemon=True)
         self._closed = False
-        self._submitted = 0  # seq of the newest submitted step
-        self._done_all = 0  # every table is written up to this seq
-        self._done: dict[str, int] = {}  # a table is written up to this seq (it may run ahead of _done_all)
+        self._unwritten: set[str] = set()  # tables of the group in flight not yet written
         self.commits = 0
         self._thread.start()
 
@@ -80,8 +78,6 @@ class GroupCommitWriter:
         The step is queued either way: nothing is dropped.
         """
         with self._cond:
-            self._submitted += 1
-            batch.seq = self._submitted
             self._queue.append(batch)
             error = self._error
             if error is not None:
@@ -111,8 +107,9 @@ class GroupCommitWriter:
         After a failure this is a full `flush`, which retries and raises.
         """
         with self._cond:
-            target = self._submitted
-            while self._error is None and not all(max(self._done_all, self._done.get(t, 0)) >= target for t in tables):
+            while self._error is None and (
+                any(_touches(b, tables) for b in self._queue) or any(t in self._unwritten for t in tables)
+            ):
                 self._cond.wait()
             failed = self._error is not None
         if failed:
@@ -132,8 +129,8 @@ class GroupCommitWriter:
                 self._cond.notify_all()
             self._thread.join(timeout=5)
 
-    def _write_tables(self, tables: list[str], rows: dict[str, Rows], seq: int) -> dict[str, BaseException]:
-        """Write each table's rows, the tables in parallel; return the failures by table."""
+    def _write_tables(self, tables: list[str], rows: dict[str, Rows]) -> dict[str, BaseException]:
+        """Write each table's rows; return the failures by table."""
         failed: dict[str, BaseException] = {}
 
         def write(table: str) -> None:
@@ -143,17 +140,21 @@ class GroupCommitWriter:
                 failed[table] = exc
                 return
             with self._cond:  # wake flush_tables() waiters on this table now
-                self._done[table] = max(self._done.get(table, 0), seq)
+                self._unwritten.discard(table)
                 self._cond.notify_all()
 
-        # Plain threads, not an executor: this must keep working while the interpreter exits.
-        helpers = [threading.Thread(target=write, args=(t,), daemon=True) for t in tables[1:]]
-        for helper in helpers:
-            helper.start()
-        if tables:
-            write(tables[0])
-        for helper in helpers:
-            helper.join()
+        # Two waves: the `first` tables, then the rest; the tables of a wave in parallel. Concurrent
+        # LanceDB commits slow each other down, so the tables searches wait for go out alone.
+        first = [t for t in tables if t.startswith(self._first)] if self._first else []
+        for wave in (first, [t for t in tables if t not in first]):
+            # Plain threads, not an executor: this must keep working while the interpreter exits.
+            helpers = [threading.Thread(target=write, args=(t,), daemon=True) for t in wave[1:]]
+            for helper in helpers:
+                helper.start()
+            if wave:
+                write(wave[0])
+            for helper in helpers:
+                helper.join()
         return failed
 
     def _run(self) -> None:
@@ -165,11 +166,11 @@ class GroupCommitWriter:
                     return
                 self._retry = False
                 self._in_flight, self._queue = self._queue, []
+                self._unwritten = {t for b in self._in_flight for t in _tables_of(b)}
             batches = self._in_flight
-            seq = max(b.seq for b in batches)
             try:
                 rows = merge(batches)
-                failed = self._write_tables(list(rows), rows, seq)
+                failed = self._write_tables(list(rows), rows)
             except BaseException as exc:  # noqa: BLE001 - a bug here must not kill the writer
                 rows, failed = {}, {"*": exc}
             if not failed:
@@ -179,22 +180,32 @@ class GroupCommitWriter:
                     pass
             with self._cond:
                 self._in_flight = []
+                self._unwritten = set()
                 self._attempts += 1
                 if "*" in failed:
                     self._queue = batches + self._queue
                     self._error = failed["*"]
                 elif failed:
                     # Retry only the tables that failed, so no row is written twice.
-                    states = [StepBatch(state_row=r, seq=seq) for r in rows["agents"]] if "agents" in failed else []
+                    states = [StepBatch(state_row=r) for r in rows["agents"]] if "agents" in failed else []
                     residual = StepBatch(state_row=None, rows={t: r for t, r in rows.items()
-                                                               if t in failed and t != "agents"}, seq=seq)
+                                                               if t in failed and t != "agents"})
                     self._queue = states + [residual] + self._queue
                     self._error = next(iter(failed.values()))
                 else:
                     self._error = None
-                    self._done_all = seq
                     self.commits += 1
                 self._cond.notify_all()
+
+
+def _tables_of(batch: StepBatch) -> set[str]:
+    """The tables a step writes ("agents" for its state row)."""
+    tables = {t for t, rows in batch.rows.items() if rows is not None and len(rows)}
+    return tables | {"agents"} if batch.state_row is not None else tables
+
+
+def _touches(batch: StepBatch, tables: list[str]) -> bool:
+    return not _tables_of(batch).isdisjoint(tables)
 
 
 def _as_storage_error(error: BaseException) -> StorageError:
