@@ -97,7 +97,7 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
         exact_ms.append((time.perf_counter() - t) * 1000)
         recalls.append(len(set(approx) & set(exact)) / max(1, len(exact)))
     mode = (f"IVF-RaBitQ, {PARTITIONS} partitions all probed, best {RERANK_CANDIDATES} re-ranked exactly"
-            if rows >= ANN_MIN_ROWS else "exact vector scan below 50k")
+            if rows >= ANN_MIN_ROWS else f"exact vector scan below {ANN_MIN_ROWS:,} rows")
     print(
         f"[{rows:,}] archival_search hybrid ({mode}): p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, 0.95):.1f} ms; "
         f"with tag filter p50 {statistics.median(filtered):.1f} ms, p95 {pct(filtered, 0.95):.1f} ms; "
