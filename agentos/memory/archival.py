@@ -164,7 +164,7 @@ class Archival:
                 vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
                 rows, near = concurrently(  # keyword and vector search overlap; the page is fetched after
                     lambda: fts_rows(table, query, where, MAX_CANDIDATES),
-                    lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES, self._ann()) if vector else None,
+                    (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES, self._ann())) if vector else None,
                 )
                 capped = len(rows) >= MAX_CANDIDATES
                 ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])

@@ -101,7 +101,7 @@ class Recall:
                 rows, nearest = concurrently(  # keyword and vector search overlap
                     lambda: fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""),
                                      MAX_CANDIDATES, _SHOWN),
-                    lambda: None if vector is None else vector_ids(
+                    None if vector is None else lambda: vector_ids(
                         table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES, self._index.indexed(table)),
                 )
                 known = {r["id"]: r for r in rows}

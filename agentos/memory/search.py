@@ -179,8 +179,10 @@ def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | N
         return None, f"Meaning-based search is unavailable ({exc}); these are keyword matches only."
 
 
-def concurrently(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
-    """Run `second` on a helper thread while `first` runs here; LanceDB searches release the GIL."""
+def concurrently(first: Callable[[], A], second: Callable[[], B] | None) -> tuple[A, B | None]:
+    """Run `second` (if any) on a helper thread while `first` runs here; LanceDB searches release the GIL."""
+    if second is None:
+        return first(), None
     box: dict[str, Any] = {}
 
     def run() -> None:
