@@ -14,13 +14,13 @@ from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
     MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, fuse,
-    tag_clause, concurrently, nearest_rows, query_vector,
+    tag_clause, concurrently, nearest_rows, query_vector, vector_ids,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import new_id, utc_now
 from agentos.storage.db import Database, quote, storage_errors
 from agentos.storage.schemas import archival_schema
-from agentos.storage.vector_index import IndexWatch, ensure_vector_index, tune
+from agentos.storage.vector_index import ensure_vector_index
 
 CHUNK_CHARS = 1200  # about 300 tokens
 MAX_INSERT_CHARS = 200_000
@@ -73,7 +73,6 @@ class Archival:
         self.embedder = embedder
         self.on_write = on_write  # called with the table name after each commit (maintenance)
         self._table: Any = None
-        self._index = IndexWatch()
 
     @property
     def table(self) -> Any:
@@ -164,16 +163,13 @@ class Archival:
                 vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
                 rows, near = concurrently(  # keyword and vector search overlap; the page is fetched after
                     lambda: fts_rows(table, query, where, MAX_CANDIDATES),
-                    (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES, self._ann())) if vector else None,
+                    (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES)) if vector else None,
                 )
                 capped = len(rows) >= MAX_CANDIDATES
                 ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
                 row_ids = {r["id"]: r["_rowid"] for r in rows + (near or [])}
             hits = self._hits(ranked[page * page_size : (page + 1) * page_size], row_ids)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
-
-    def _ann(self) -> bool:
-        return self._index.indexed(self.table)
 
     def _hits(self, chosen: list[tuple[str, float]], row_ids: dict[str, int]) -> list[Hit]:
         """The shown columns of one page of results: taken by row id, or by id for rows a compaction
@@ -210,12 +206,10 @@ class Archival:
     def nearest(self, query: str, k: int = 10, *, exact: bool = False) -> list[str]:
         """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""
         vector = self.embedder.embed([query])[0].tolist()
+        if not exact:
+            return vector_ids(self.table, vector, None, k)
         q = self.table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"])
-        if exact:
-            q = q.bypass_vector_index()
-        elif self._ann():
-            q = tune(q, k)
-        return [r["id"] for r in q.limit(k).to_arrow().to_pylist()]
+        return [r["id"] for r in q.bypass_vector_index().limit(k).to_arrow().to_pylist()]
 
     def optimize(self) -> None:
         """Compact the table and fold new rows into its indexes now (benchmarks, bulk loads)."""
@@ -229,5 +223,4 @@ class Archival:
         if not self.embedder.enabled:
             return False
         with storage_errors("index archival vectors"):
-            self._index.set(ensure_vector_index(self.table, min_rows))
-        return self._ann()
+            return ensure_vector_index(self.table, min_rows)

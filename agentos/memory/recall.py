@@ -17,7 +17,6 @@ from agentos.messages import Message
 from agentos.storage.db import Database, quote, storage_errors
 from agentos.storage.records import embed_text
 from agentos.storage.schemas import recall_vectors_schema
-from agentos.storage.vector_index import IndexWatch
 
 SEARCH_ROLES = ("user", "assistant")
 _SHOWN = ["role", "content", "name", "created_at"]
@@ -37,7 +36,6 @@ class Recall:
         self.embedder = embedder
         self.before_read = before_read  # e.g. the store's flush, so steps just taken are searchable
         self._vectors: Any = None
-        self._index = IndexWatch()
 
     @property
     def vectors(self) -> Any:
@@ -102,7 +100,7 @@ class Recall:
                     lambda: fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""),
                                      MAX_CANDIDATES, _SHOWN),
                     None if vector is None else lambda: vector_ids(
-                        table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES, self._index.indexed(table)),
+                        table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
                 )
                 known = {r["id"]: r for r in rows}
                 capped = len(rows) >= MAX_CANDIDATES

@@ -153,20 +153,19 @@ def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Seq
     return q.to_arrow().to_pylist()
 
 
-def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int, indexed: bool = False) -> list[dict[str, Any]]:
-    """The nearest vectors by cosine distance, best first: id and row id (through the vector index when `indexed`)."""
+def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int) -> list[dict[str, Any]]:
+    """The nearest vectors by cosine distance, best first: id and row id. The index settings are
+    always given: a table without the index ignores them, so one built meanwhile is used right."""
     q = table.search(vector, vector_column_name="vector").distance_type("cosine").with_row_id(True)
-    q = q.select(["id", "_distance"]).limit(limit)
-    if indexed:
-        q = tune(q, limit)
+    q = tune(q.select(["id", "_distance"]).limit(limit), limit)
     if where:
         q = q.where(where, prefilter=True)
     return q.to_arrow().to_pylist()
 
 
-def vector_ids(table: Any, vector: list[float], where: str | None, limit: int, indexed: bool = False) -> list[str]:
+def vector_ids(table: Any, vector: list[float], where: str | None, limit: int) -> list[str]:
     """Ids of the nearest vectors, best first."""
-    return [r["id"] for r in nearest_rows(table, vector, where, limit, indexed)]
+    return [r["id"] for r in nearest_rows(table, vector, where, limit)]
 
 
 def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | None]:
