@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from agentos.errors import EmbedderMismatchError
 from agentos.memory.embedders import Embedder
-from agentos.storage.db import Database, has_vector_index  # noqa: F401 - re-exported
+from agentos.storage.db import Database
 from agentos.storage.schemas import table_embedder
 
 

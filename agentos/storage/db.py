@@ -69,10 +69,6 @@ def ensure_indexes(table: Any, wanted: dict[str, str]) -> None:
             table.create_index(column, config=configs[kind](), replace=True)
 
 
-def has_vector_index(table: Any) -> bool:
-    return any(idx.columns == ["vector"] for idx in table.list_indices())
-
-
 SWAP_SUFFIX = "__swap"  # a full copy written before a table is replaced (see `replace_table`)
 
 
