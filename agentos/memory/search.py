@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
-from agentos.errors import ToolError
+from agentos.errors import EmbedderError, ToolError
 from agentos.storage.db import quote
 from agentos.storage.vector_index import tune
 
@@ -170,8 +170,6 @@ def vector_ids(table: Any, vector: list[float], where: str | None, limit: int) -
 
 def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | None]:
     """The query's vector; when the embedding service fails, None and a note (search falls back to keywords)."""
-    from agentos.errors import EmbedderError
-
     try:
         return embedder.embed([query])[0].tolist(), None
     except EmbedderError as exc:

@@ -77,10 +77,9 @@ def replace_table(db: "Database", name: str, schema: pa.Schema, data: pa.Table) 
     opening the table restores from the copy if a crash cut the swap short."""
     backup = name + SWAP_SUFFIX
     db.drop(backup)
-    db.table(backup, schema)
-    db.add(backup, data)
-    db.drop(name)
-    with storage_errors(f"replace table {name!r}"):  # not db.table(): that would restore from the copy
+    with storage_errors(f"replace table {name!r}"):  # raw tables: no indexes on the copy, no restore mid-swap
+        db.connection.create_table(backup, schema=schema).add(data)
+        db.drop(name)
         db.connection.create_table(name, schema=schema).add(data)
     db.drop(backup)
 
