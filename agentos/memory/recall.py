@@ -8,18 +8,19 @@ import pyarrow as pa
 
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
+from agentos.memory.fresh import nearest, place, rows_of, within
 from agentos.memory.search import (
     MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, concurrently, date_clauses, fts_rows, fuse,
-    query_vector, vector_ids,
+    nearest_rows, query_vector,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import Message
 from agentos.storage.db import Database, quote, storage_errors
-from agentos.storage.records import embed_text
+from agentos.storage.records import embed_text, search_text_of
 from agentos.storage.schemas import recall_vectors_schema
 
 SEARCH_ROLES = ("user", "assistant")
-_SHOWN = ["role", "content", "name", "created_at"]
+_SHOWN = ["role", "content", "name", "created_at", "seq"]
 
 
 def vectors_table_name(agent_id: str) -> str:
@@ -30,11 +31,11 @@ class Recall:
     """Searches one agent's messages; tool traffic and the agent's own search calls are left out."""
 
     def __init__(self, db: Database, agent_id: str, embedder: Embedder,
-                 before_read: Callable[[], None] | None = None) -> None:
+                 unwritten: Callable[[str], list[Any]] | None = None) -> None:
         self.db = db
         self.agent_id = agent_id
         self.embedder = embedder
-        self.before_read = before_read  # e.g. the store's flush, so steps just taken are searchable
+        self.unwritten = unwritten  # the store's rows saved but not yet committed, by table
         self._vectors: Any = None
 
     @property
@@ -67,6 +68,12 @@ class Recall:
         clauses += date_clauses("created_at", start, end)
         return " AND ".join(clauses) or "true"
 
+    def fresh_rows(self, table: str) -> list[dict[str, Any]]:
+        """Rows saved to `table` for this agent but not yet committed (none without a writer to ask)."""
+        if self.unwritten is None:
+            return []
+        return [r for r in rows_of(self.unwritten(table)) if r.get("agent_id", self.agent_id) == self.agent_id]
+
     def search(
         self,
         query: str,
@@ -77,34 +84,47 @@ class Recall:
         end: Any = None,
         roles: Sequence[str] | None = None,
     ) -> Page:
-        """Ranked messages (hybrid RRF, or BM25 alone); an empty query with dates lists by time."""
-        if self.before_read is not None:
-            self.before_read()
+        """Ranked messages (hybrid RRF, or BM25 alone); an empty query with dates lists by time.
+
+        Messages saved a moment ago whose commit is still running are matched in memory (see `fresh`),
+        so nothing waits for a commit."""
         query = clean_query(query)
         where = self._where(start, end, roles, with_agent=True)
-        messages = self.db.table("messages")
         if not query and start is None and end is None:
             raise ToolError("give a query, or start_date and/or end_date for a date search.")
+        # Taken before the table is read: a row missing here was committed already, so the search sees it.
+        fresh = [r for r in self.fresh_rows("messages") if r["search_text"] and within(r, start, end, roles)]
+        fresh_vectors = [r for r in self.fresh_rows(vectors_table_name(self.agent_id)) if within(r, start, end, roles)]
+        messages = self.db.table("messages")
         note = None
         with storage_errors("search recall memory"):
-            known: dict[str, dict[str, Any]] = {}
+            known: dict[str, dict[str, Any]] = {r["id"]: r for r in fresh}
             if not query:
                 rows = messages.search().where(where).select(["id", "seq"]).limit(None).to_arrow().to_pylist()
-                ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["seq"])]
+                order = [r["id"] for r in sorted(rows + fresh, key=lambda r: r["seq"])]
+                ranked = [(key, 0.0) for key in dict.fromkeys(order)]
                 capped = False
             else:
                 table = self.vectors
                 vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
                 vwhere = self._where(start, end, roles, with_agent=False)
-                rows, nearest = concurrently(  # keyword and vector search overlap
+                rows, near = concurrently(  # keyword and vector search overlap
                     lambda: fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""),
                                      MAX_CANDIDATES, _SHOWN),
-                    None if vector is None else lambda: vector_ids(
+                    None if vector is None else lambda: nearest_rows(
                         table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
                 )
-                known = {r["id"]: r for r in rows}
                 capped = len(rows) >= MAX_CANDIDATES
-                ranked = fuse([r["id"] for r in rows], nearest)
+                keyword = [r["id"] for r in rows]
+                if fresh:
+                    keyword = place(query, [(r["id"], search_text_of(r)) for r in rows],
+                                    [(r["id"], r["search_text"]) for r in fresh])
+                nearby = None if near is None else [r["id"] for r in near]
+                if vector is not None and fresh_vectors:
+                    nearby = nearest(vector, [(r["id"], r["_distance"]) for r in near or []],
+                                     [(r["id"], r["vector"]) for r in fresh_vectors], VECTOR_CANDIDATES)
+                known.update((r["id"], r) for r in rows if r["id"] not in known)
+                ranked = fuse(keyword, nearby)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(chosen, known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)

@@ -146,11 +146,14 @@ def fuse(keyword: Sequence[str], nearest: Sequence[str] | None) -> list[tuple[st
 
 
 def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """BM25 matches, best first: id, score, row id (valid for this table version) and `columns`."""
+    """BM25 matches, best first: id, score, row id (valid for this table version) and `columns`.
+
+    Equal scores are ordered by `seq` (when selected), then id: LanceDB's order of ties changes as
+    the index is rebuilt, and pages of one ranking must not shift between calls."""
     q = table.search(query, query_type="fts").with_row_id(True).select(["id", "_score", *columns]).limit(limit)
     if where:
         q = q.where(where, prefilter=True)
-    return q.to_arrow().to_pylist()
+    return sorted(q.to_arrow().to_pylist(), key=lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))
 
 
 def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int) -> list[dict[str, Any]]:
@@ -160,7 +163,7 @@ def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int)
     q = tune(q.select(["id", "_distance"]).limit(limit), limit)
     if where:
         q = q.where(where, prefilter=True)
-    return q.to_arrow().to_pylist()
+    return sorted(q.to_arrow().to_pylist(), key=lambda r: (round(r["_distance"], 6), r["id"]))  # stable ties
 
 
 def vector_ids(table: Any, vector: list[float], where: str | None, limit: int) -> list[str]:

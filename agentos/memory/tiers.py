@@ -39,8 +39,8 @@ class MemoryTiers:
     @property
     def recall(self) -> Recall:
         if self._recall is None:
-            store, tables = self.agent.store, ["messages", vectors_table_name(self.agent.id)]
-            self._recall = Recall(store.db, self.agent.id, self.embedder, before_read=lambda: store.flush(tables))
+            store = self.agent.store
+            self._recall = Recall(store.db, self.agent.id, self.embedder, unwritten=store.unwritten)
         return self._recall
 
     @property

@@ -32,8 +32,13 @@ def search_text(message: Message) -> str | None:
     """
     if message.role not in ("user", "assistant") or not message.content.strip():
         return None
-    speaker = f"{message.name}: " if message.name else ""
-    return f"{message.created_at:%d %B %Y}: {speaker}{message.content}"
+    return search_text_of({"created_at": message.created_at, "name": message.name, "content": message.content})
+
+
+def search_text_of(row: dict[str, Any]) -> str:
+    """The search text of a stored user or assistant message, from its created_at, name and content."""
+    speaker = f"{row['name']}: " if row.get("name") else ""
+    return f"{row['created_at']:%d %B %Y}: {speaker}{row['content'] or ''}"
 
 
 def row_message(row: dict[str, Any]) -> Message:

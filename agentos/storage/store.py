@@ -124,6 +124,10 @@ class Store:
         else:
             self._writer.flush_tables(tables)
 
+    def unwritten(self, table: str) -> list[Any]:
+        """Rows saved for `table` but not yet committed (what recall matches in memory meanwhile)."""
+        return self._writer.unwritten(table)
+
     def _write_rows(self, table: str, rows: Any) -> None:
         self.db.add(table, rows)
 

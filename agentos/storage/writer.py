@@ -115,6 +115,12 @@ class GroupCommitWriter:
         if failed:
             self.flush()
 
+    def unwritten(self, table: str) -> list[Rows]:
+        """The rows for `table` submitted but not yet committed (in flight and not yet written, or queued), oldest first."""
+        with self._cond:
+            batches = (self._in_flight if table in self._unwritten else []) + self._queue
+            return [b.rows[table] for b in batches if b.rows.get(table) is not None and len(b.rows[table])]
+
     @property
     def pending(self) -> int:
         with self._cond:
