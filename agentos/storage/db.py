@@ -20,6 +20,10 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 # vector index: at 1M passages a 64 MiB cache re-read it from disk on every query (vector search 56 ms -> 28 ms).
 METADATA_CACHE_BYTES = 32 * 1024 * 1024
 INDEX_CACHE_BYTES = 256 * 1024 * 1024
+# Lance file format of new tables. 2.1 reads scattered rows (a page of search results, vectors to
+# re-rank) about twice as fast as the newer default: taking 5 rows' text, tags and created_at out
+# of 1M passages took 3.4 ms instead of 8.7 ms. Tables written in another format keep working.
+DATA_STORAGE_VERSION = "2.1"
 
 
 def quote(value: str) -> str:
@@ -119,7 +123,8 @@ class Database:
                 metadata_cache_size_bytes=METADATA_CACHE_BYTES, index_cache_size_bytes=INDEX_CACHE_BYTES
             )
             with storage_errors(f"open the database at {self.uri}"):
-                self._conn = lancedb.connect(self.uri, session=session, storage_options=self.storage_options)
+                options = {"new_table_data_storage_version": DATA_STORAGE_VERSION, **(self.storage_options or {})}
+                self._conn = lancedb.connect(self.uri, session=session, storage_options=options)
         return self._conn
 
     def table(self, name: str, schema: pa.Schema | None = None) -> Any:
