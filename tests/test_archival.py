@@ -71,6 +71,10 @@ def test_paging_and_true_totals(embedder: str) -> None:
     assert not err and "past the end" in past and "12" in past
     listing, _ = call(agent, "archival_search", query="")
     assert _total(listing) == 12
+    # one insert shares one created_at: the listing's pages still cover every passage once, newest first
+    listed = [re.findall(r"note \d+", call(agent, "archival_search", query="", page=p)[0]) for p in range(3)]
+    assert sorted(n for page in listed for n in page) == sorted(f"note {i}" for i in range(12))
+    assert listed[0][0] == "note 11"
 
 
 def test_tag_filter() -> None:

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
@@ -150,26 +151,30 @@ class Archival:
         """Ranked passages (hybrid RRF, or BM25 alone); an empty query lists the newest first."""
         query = clean_query(query)
         where = self._where(tags, start, end)
+        if not query:
+            return self._newest(where, page, page_size)
         table = self.table
-        capped = False
-        note = None
-        row_ids: dict[str, int] = {}
         with storage_errors("search archival memory"):
-            if not query:
-                q = table.search().select(["id", "created_at"]).limit(None)
-                rows = (q.where(where) if where else q).to_arrow().to_pylist()
-                ranked = [(r["id"], 0.0) for r in sorted(rows, key=lambda r: r["created_at"], reverse=True)]
-            else:
-                vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
-                rows, near = concurrently(  # keyword and vector search overlap; the page is fetched after
-                    lambda: fts_rows(table, query, where, MAX_CANDIDATES),
-                    (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES)) if vector else None,
-                )
-                capped = len(rows) >= MAX_CANDIDATES
-                ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
-                row_ids = {r["id"]: r["_rowid"] for r in rows + (near or [])}
+            vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
+            rows, near = concurrently(  # keyword and vector search overlap; the page is fetched after
+                lambda: fts_rows(table, query, where, MAX_CANDIDATES),
+                (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES)) if vector else None,
+            )
+            ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
+            row_ids = {r["id"]: r["_rowid"] for r in rows + (near or [])}
             hits = self._hits(ranked[page * page_size : (page + 1) * page_size], row_ids)
-        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
+        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size,
+                    capped=len(rows) >= MAX_CANDIDATES, note=note)
+
+    def _newest(self, where: str | None, page: int, page_size: int) -> Page:
+        """A page of passages, newest first; sorted in Arrow, so listing 1M passages builds no 1M dicts."""
+        with storage_errors("list archival memory"):
+            q = self.table.search().select(["id", "created_at"]).with_row_id(True).limit(None)
+            listing = (q.where(where) if where else q).to_arrow()
+            order = pc.sort_indices(listing, sort_keys=[("created_at", "descending"), ("_rowid", "descending")])
+            shown = listing.take(order[page * page_size : (page + 1) * page_size]).to_pylist()
+            hits = self._hits([(r["id"], 0.0) for r in shown], {r["id"]: r["_rowid"] for r in shown})
+        return Page(hits=hits, total=listing.num_rows, page=page, page_size=page_size)
 
     def _hits(self, chosen: list[tuple[str, float]], row_ids: dict[str, int]) -> list[Hit]:
         """The shown columns of one page of results: taken by row id, or by id for rows a compaction
