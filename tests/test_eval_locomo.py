@@ -55,3 +55,23 @@ def test_eval_command_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFix
     overall = next(line for line in out.splitlines() if line.startswith("overall"))
     assert overall.split()[2] == "3"  # three questions with evidence
     assert float(overall.split()[5]) == 1.0  # hit@10 on a three-turn conversation
+
+
+def test_with_an_embedder_the_eval_compares_hybrid_with_bm25_alone(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    assert main(["locomo", str(path), "--embedder", "hash:64"]) == 0
+    out = capsys.readouterr().out
+    assert "hybrid vs BM25 alone" in out
+    gain = next(line for line in out.splitlines() if line.strip().startswith("hit@10"))
+    assert gain.split()[1] == "+0.000"  # both find every evidence turn of a three-turn conversation
+    assert "hybrid only: 0 questions; for BM25 only: 0" in out
+
+
+def test_paired_gain_interval() -> None:
+    from agentos.eval.locomo import paired_gain
+
+    mean, low, high = paired_gain([1.0] * 80 + [0.0] * 20, [1.0] * 60 + [0.0] * 40)
+    assert mean == pytest.approx(0.2) and 0 < low < 0.2 < high
+    assert paired_gain([1.0, 0.0], [1.0, 0.0]) == (0.0, 0.0, 0.0)

@@ -17,6 +17,8 @@ from typing import Any
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
+from agentos.memory.embedders import resolve_embedder
+from agentos.memory.recall import Recall
 from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
 from agentos.storage import Store
@@ -81,6 +83,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
     store = Store(root / "db")
     rows: dict[int, list[dict[str, float]]] = {}
+    baseline: dict[int, list[dict[str, float]]] = {}  # the same questions by BM25 alone, when an embedder is set
     latencies: list[float] = []
     load_s = 0.0
     try:
@@ -89,6 +92,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             agent = load_conversation(store, sample, embedder)
             load_s += time.perf_counter() - t
             prefix = f"{sample['sample_id']}|"
+            keywords = None if embedder == "none" else Recall(store.db, agent.id, resolve_embedder("none"))
             for qa in sample["qa"]:
                 evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
                 if not evidence:
@@ -98,6 +102,9 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
                 latencies.append((time.perf_counter() - t) * 1000)
                 ranked = [h.id.removeprefix(prefix) for h in page.hits]
                 rows.setdefault(int(qa["category"]), []).append(score(ranked, evidence))
+                if keywords is not None:
+                    alone = [h.id.removeprefix(prefix) for h in keywords.search(qa["question"], page_size=K).hits]
+                    baseline.setdefault(int(qa["category"]), []).append(score(alone, evidence))
         store.close()
     finally:
         if not home:
@@ -108,7 +115,33 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     for cat in sorted(rows):
         _line(f"{cat} {CATEGORIES.get(cat, '')}", rows[cat])
     _line("overall (1-4)", [r for c in (1, 2, 3, 4) for r in rows.get(c, [])])
+    if baseline:
+        _compare([r for c in (1, 2, 3, 4) for r in rows.get(c, [])],
+                 [r for c in (1, 2, 3, 4) for r in baseline.get(c, [])])
     return 0
+
+
+def paired_gain(ours: list[float], theirs: list[float], resamples: int = 2000) -> tuple[float, float, float]:
+    """Mean of ours - theirs over the same questions, with a 95% paired-bootstrap interval."""
+    import numpy as np
+
+    diff = np.asarray(ours, dtype=float) - np.asarray(theirs, dtype=float)
+    picks = np.random.default_rng(0).integers(0, len(diff), size=(resamples, len(diff)))
+    low, high = np.percentile(diff[picks].mean(axis=1), [2.5, 97.5])
+    return float(diff.mean()), float(low), float(high)
+
+
+def _compare(hybrid: list[dict[str, float]], keyword: list[dict[str, float]]) -> None:
+    """How hybrid search differs from BM25 alone on the same questions (categories 1-4)."""
+    if not hybrid:
+        return
+    print("hybrid vs BM25 alone, same questions (1-4), gain with 95% paired-bootstrap interval:")
+    for key, label in (("hit@10", "hit@10"), ("recall@10", "ev.rec@10"), ("mrr", "MRR")):
+        mean, low, high = paired_gain([r[key] for r in hybrid], [r[key] for r in keyword])
+        print(f"  {label:<10} {mean:+.3f}  [{low:+.3f}, {high:+.3f}]")
+    only_hybrid = sum(1 for h, k in zip(hybrid, keyword) if h["hit@10"] and not k["hit@10"])
+    only_keyword = sum(1 for h, k in zip(hybrid, keyword) if k["hit@10"] and not h["hit@10"])
+    print(f"  evidence in the top 10 for hybrid only: {only_hybrid} questions; for BM25 only: {only_keyword}")
 
 
 def _line(label: str, scores: list[dict[str, float]]) -> None:
