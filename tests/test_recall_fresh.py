@@ -83,6 +83,16 @@ def test_fresh_messages_obey_role_and_date_filters(held: Any) -> None:
     assert results(call(agent, "conversation_search", query="", start_date="2024-01-01")[0]) == results(by_date)
 
 
+def test_a_fresh_message_with_a_naive_time_is_taken_as_utc(held: Any) -> None:
+    from datetime import datetime
+
+    agent = make_agent(embedder="none")
+    hold = held(agent)
+    say(agent, "user", "gondola ride", when=datetime(2024, 1, 3, 12, 0))  # no time zone
+    assert results(call(agent, "conversation_search", query="gondola", start_date="2024-01-03")[0]) == ["gondola ride"]
+    hold.committed()
+
+
 def test_fresh_messages_of_other_agents_and_tool_traffic_are_not_found(held: Any) -> None:
     ours, theirs = make_agent("ours", embedder="none"), make_agent("theirs", embedder="none")
     hold = held(theirs)

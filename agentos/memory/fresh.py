@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -78,6 +78,8 @@ def nearest(query_vector: Sequence[float], hits: Sequence[tuple[str, float]],
 def within(row: dict[str, Any], start: datetime | None, end: datetime | None, roles: Sequence[str] | None) -> bool:
     """Whether a fresh row passes the search's date and role filters."""
     when = row["created_at"]
+    if when.tzinfo is None:  # stored as UTC, as LanceDB does with a naive time
+        when = when.replace(tzinfo=timezone.utc)
     return (
         (not roles or row["role"] in roles)
         and (start is None or when >= start)
