@@ -8,7 +8,7 @@ import pytest
 
 from agentos.agent.agent import Agent
 from agentos.memory.archival import chunk_text
-from tests.memory_helpers import call, make_agent
+from tests.memory_helpers import call, day, make_agent
 
 
 def _total(text: str) -> int:
@@ -94,8 +94,6 @@ def test_tag_filter() -> None:
 def test_date_filter() -> None:
     agent = make_agent()
     arch = agent.tiers.archival
-    from tests.memory_helpers import day
-
     arch.insert_many(["old memo about taxes"], created_at=day(1))
     arch.insert_many(["new memo about taxes"], created_at=day(20))
     text, _ = call(agent, "archival_search", query="taxes", start_date="2024-01-10")
@@ -162,3 +160,21 @@ def test_a_page_is_right_even_when_a_compaction_renumbered_the_rows() -> None:
     assert sorted(h.text for h in hits) == [f"note {i} about harbours" for i in range(4)]
     text, err = call(agent, "archival_search", query="harbours")
     assert not err and "of 4" in text
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash:64"])
+def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str) -> None:
+    from agentos.memory.search import POSTFILTER_FROM, kept_share, tag_clause
+
+    arch = make_agent(embedder=embedder).tiers.archival
+    arch.insert_many([f"harbour note {i}" for i in range(8)], tags=["common"])
+    arch.insert_many([f"harbour memo {i}" for i in range(2)], tags=["rare"])
+    assert kept_share(arch.table, tag_clause(["common"])) == 0.8 >= POSTFILTER_FROM  # filtered after ranking
+    assert kept_share(arch.table, tag_clause(["rare"])) == 0.2 < POSTFILTER_FROM  # filtered before
+    for tag, count in (("common", 8), ("rare", 2)):
+        pages = [arch.search("harbour", tags=[tag], page=p) for p in range(2)]
+        hits = [h for page in pages for h in page.hits]
+        assert pages[0].total == count and len({h.id for h in hits}) == count
+        assert all(h.tags == [tag] for h in hits)
+    since = arch.search("harbour", start=day(1, 1, 2000))  # keeps every row: filtered after ranking
+    assert since.total == 10

@@ -15,7 +15,7 @@ from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
     MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, fuse,
-    tag_clause, concurrently, nearest_rows, query_vector, vector_ids,
+    tag_clause, concurrently, kept_share, nearest_rows, query_vector, vector_ids,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import new_id, utc_now
@@ -156,9 +156,10 @@ class Archival:
         table = self.table
         with storage_errors("search archival memory"):
             vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
+            kept = kept_share(table, where)
             rows, near = concurrently(  # keyword and vector search overlap; the page is fetched after
-                lambda: fts_rows(table, query, where, MAX_CANDIDATES),
-                (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES)) if vector else None,
+                lambda: fts_rows(table, query, where, MAX_CANDIDATES, kept=kept),
+                (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES, kept=kept)) if vector else None,
             )
             ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
             row_ids = {r["id"]: r["_rowid"] for r in rows + (near or [])}
