@@ -163,10 +163,13 @@ def test_a_page_is_right_even_when_a_compaction_renumbered_the_rows() -> None:
 
 
 @pytest.mark.parametrize("embedder", ["none", "hash:64"])
-def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str) -> None:
+def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentos.memory.search as search
     from agentos.memory.search import POSTFILTER_FROM, kept_share, tag_clause
 
     arch = make_agent(embedder=embedder).tiers.archival
+    assert kept_share(arch.table, tag_clause(["common"])) is None  # a small table: always filtered first
+    monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
     arch.insert_many([f"harbour note {i}" for i in range(8)], tags=["common"])
     arch.insert_many([f"harbour memo {i}" for i in range(2)], tags=["rare"])
     assert kept_share(arch.table, tag_clause(["common"])) == 0.8 >= POSTFILTER_FROM  # filtered after ranking

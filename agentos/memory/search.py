@@ -21,7 +21,8 @@ RRF_K = 2
 VECTOR_WEIGHT = 0.5
 MAX_CANDIDATES = 50  # keyword matches ranked per query (10 pages; totals above say "50+"); 100 cost 1M-row search ~5 ms
 VECTOR_CANDIDATES = 50  # nearest neighbours fused with the keyword matches
-POSTFILTER_FROM = 0.5  # a filter keeping at least this share of rows is applied after ranking
+POSTFILTER_FROM = 0.5  # a filter keeping at least this share of rows is applied after ranking,
+POSTFILTER_MIN_ROWS = 300_000  # in tables this large (at 100k rows counting cost more than it saved)
 MAX_QUERY_CHARS = 2000
 MAX_PAGE = 10_000
 TEXT_LIMIT = 600  # characters of one result shown to the model
@@ -147,12 +148,13 @@ def fuse(keyword: Sequence[str], nearest: Sequence[str] | None) -> list[tuple[st
 
 
 def kept_share(table: Any, where: str | None) -> float | None:
-    """The share of a table's rows that `where` keeps (None without a filter); a counted estimate that
-    decides whether searches filter before or after ranking."""
+    """The share of a table's rows that `where` keeps, counted; it decides whether searches filter before
+    or after ranking. None without a filter, or below POSTFILTER_MIN_ROWS, where filtering first is cheaper
+    than counting."""
     if not where:
         return None
     total = table.count_rows()
-    return table.count_rows(where) / total if total else 1.0
+    return table.count_rows(where) / total if total >= POSTFILTER_MIN_ROWS else None
 
 
 def _filtered(query: Any, where: str | None, limit: int, kept: float | None) -> tuple[Any, int]:
