@@ -181,3 +181,22 @@ def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str, mon
         assert all(h.tags == [tag] for h in hits)
     since = arch.search("harbour", start=day(1, 1, 2000))  # keeps every row: filtered after ranking
     assert since.total == 10
+
+
+def test_a_filter_applied_after_ranking_loses_no_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentos.memory.archival as archival
+    import agentos.memory.search as search
+
+    monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
+    monkeypatch.setattr(archival, "MAX_CANDIDATES", 2)  # so the best few matches are all untagged
+    monkeypatch.setattr(archival, "VECTOR_CANDIDATES", 2)
+    arch = make_agent(embedder="hash:64").tiers.archival
+    arch.insert_many([f"meeting notes {i}" for i in range(30)], tags=["work"])
+    arch.insert_many([f"dentist dentist {i}" for i in range(10)])
+    arch.insert_many(["a long work memo that also mentions the dentist once", "dentist booked for the team"],
+                     tags=["work"])
+    assert search.kept_share(arch.table, search.tag_clause(["work"])) == 32 / 42  # filtered after ranking first
+    page = arch.search("dentist", tags=["work"])
+    assert {h.text for h in page.hits} >= {"dentist booked for the team",
+                                           "a long work memo that also mentions the dentist once"}
+    assert all(h.tags == ["work"] for h in page.hits)

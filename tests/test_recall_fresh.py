@@ -90,7 +90,10 @@ def test_a_fresh_message_with_a_naive_time_is_taken_as_utc(held: Any) -> None:
     hold = held(agent)
     say(agent, "user", "gondola ride", when=datetime(2024, 1, 3, 12, 0))  # no time zone
     assert results(call(agent, "conversation_search", query="gondola", start_date="2024-01-03")[0]) == ["gondola ride"]
+    naive_bound = agent.tiers.recall.search("gondola", start=datetime(2024, 1, 3, 11, 0))  # a naive bound is UTC too
+    assert [h.text for h in naive_bound.hits] == ["gondola ride"]
     hold.committed()
+    assert [h.text for h in agent.tiers.recall.search("gondola", end=datetime(2024, 1, 3, 11, 0)).hits] == []
 
 
 def test_fresh_messages_of_other_agents_and_tool_traffic_are_not_found(held: Any) -> None:

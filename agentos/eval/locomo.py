@@ -64,6 +64,7 @@ def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Ag
             agent.append(m)
         agent.context = []
         agent.save()
+    agent.flush()  # every question then reads committed rows, whichever search runs it
     return agent
 
 

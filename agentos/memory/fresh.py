@@ -78,7 +78,7 @@ def nearest(query_vector: Sequence[float], hits: Sequence[tuple[str, float]],
 def within(row: dict[str, Any], start: datetime | None, end: datetime | None, roles: Sequence[str] | None) -> bool:
     """Whether a fresh row passes the search's date and role filters."""
     when = row["created_at"]
-    if when.tzinfo is None:  # stored as UTC, as LanceDB does with a naive time
+    if when.tzinfo is None:  # stored as UTC, as LanceDB does with a naive time (bounds come as UTC)
         when = when.replace(tzinfo=timezone.utc)
     return (
         (not roles or row["role"] in roles)

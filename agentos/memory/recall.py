@@ -10,7 +10,7 @@ from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.fresh import nearest, place, rows_of, within
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, concurrently, date_clauses, fts_rows, fuse,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, as_utc, clean_query, concurrently, date_clauses, fts_rows, fuse,
     nearest_rows, query_vector,
 )
 from agentos.memory.tables import open_embedded
@@ -89,6 +89,7 @@ class Recall:
         Messages saved a moment ago whose commit is still running are matched in memory (see `fresh`),
         so nothing waits for a commit."""
         query = clean_query(query)
+        start, end = (None if m is None else as_utc(m) for m in (start, end))
         where = self._where(start, end, roles, with_agent=True)
         if not query and start is None and end is None:
             raise ToolError("give a query, or start_date and/or end_date for a date search.")

@@ -85,9 +85,14 @@ def date_range(start_date: str | None, end_date: str | None) -> tuple[datetime |
     return start, end
 
 
+def as_utc(moment: datetime) -> datetime:
+    """An aware UTC datetime; a naive one is taken as UTC, as storage takes it."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
 def timestamp_literal(moment: datetime) -> str:
     """A LanceDB timestamp literal from a datetime we parsed (never raw model text)."""
-    utc = moment.astimezone(timezone.utc)
+    utc = as_utc(moment)
     return f"timestamp '{utc.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
@@ -157,16 +162,18 @@ def kept_share(table: Any, where: str | None) -> float | None:
     return table.count_rows(where) / total if total >= POSTFILTER_MIN_ROWS else None
 
 
-def _filtered(query: Any, where: str | None, limit: int, kept: float | None) -> tuple[Any, int]:
-    """Limit a search and apply `where`: before ranking, or after it (asking for more rows) when the filter
-    keeps at least POSTFILTER_FROM of the table. At 1M passages a filter keeping nearly every row cost the
-    vector search 20 ms more as a prefilter (and a date filter 60 ms), and nothing as a postfilter."""
-    if not where:
-        return query.limit(limit), limit
-    if kept is not None and kept >= POSTFILTER_FROM:
-        wanted = math.ceil(limit * 1.25 / kept)
-        return query.limit(wanted).where(where, prefilter=False), wanted
-    return query.limit(limit).where(where, prefilter=True), limit
+def _filtered(search: Callable[[int], Any], where: str | None, limit: int, kept: float | None) -> list[dict[str, Any]]:
+    """Rows of `search(n)` (a query limited to n rows) with `where` applied before ranking, or after it,
+    asking for more rows, when the filter keeps at least POSTFILTER_FROM of the table. At 1M passages a
+    filter keeping nearly every row cost the vector search 20 ms more as a prefilter (a date filter 60 ms),
+    and nothing as a postfilter. When the filtered rows fall short (the filter and the query disagree),
+    the search runs again filtered first, so no match is lost."""
+    if where and kept is not None and kept >= POSTFILTER_FROM:
+        rows = search(math.ceil(limit * 1.25 / kept)).where(where, prefilter=False).to_arrow().to_pylist()
+        if len(rows) >= limit:
+            return rows
+    q = search(limit)
+    return (q.where(where, prefilter=True) if where else q).to_arrow().to_pylist()
 
 
 def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
@@ -176,18 +183,22 @@ def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Seq
 
     Equal scores are ordered by `seq` (when selected), then id: LanceDB's order of ties changes as
     the index is rebuilt, and pages of one ranking must not shift between calls."""
-    q = table.search(query, query_type="fts").with_row_id(True).select(["id", "_score", *columns])
-    q, _ = _filtered(q, where, limit, kept)
-    return sorted(q.to_arrow().to_pylist(), key=lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))[:limit]
+    def search(n: int) -> Any:
+        return table.search(query, query_type="fts").with_row_id(True).select(["id", "_score", *columns]).limit(n)
+
+    rows = _filtered(search, where, limit, kept)
+    return sorted(rows, key=lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))[:limit]
 
 
 def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int,
                  kept: float | None = None) -> list[dict[str, Any]]:
     """The nearest vectors by cosine distance, best first: id and row id. The index settings are
     always given: a table without the index ignores them, so one built meanwhile is used right."""
-    q = table.search(vector, vector_column_name="vector").distance_type("cosine").with_row_id(True)
-    q, wanted = _filtered(q.select(["id", "_distance"]), where, limit, kept)
-    rows = tune(q, wanted).to_arrow().to_pylist()
+    def search(n: int) -> Any:
+        q = table.search(vector, vector_column_name="vector").distance_type("cosine").with_row_id(True)
+        return tune(q.select(["id", "_distance"]).limit(n), n)
+
+    rows = _filtered(search, where, limit, kept)
     return sorted(rows, key=lambda r: (round(r["_distance"], 6), r["id"]))[:limit]  # stable ties
 
 
