@@ -70,20 +70,27 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
         index_s = time.perf_counter() - t
         print(f"[{rows:,}] vector index (IVF-RaBitQ): " + (f"built in {index_s:.1f} s" if index_s > 0.5 or not had
               else "already built (kept --dir)"), flush=True)
-    qs = []
-    for _ in range(queries):
-        source = rng.choice(texts).split(" #")[0].split()
-        qs.append(" ".join(rng.sample(source, min(5, len(source)))))
-    for q in qs[:5]:
-        archival.search(q)  # warm caches
-    passes: list[list[float]] = []  # the query set three times: shows how much the machine itself varies
-    for _ in range(3):
-        passes.append([])
-        for q in qs:
+    def sample() -> list[str]:
+        picked = []
+        for _ in range(queries):
+            source = rng.choice(texts).split(" #")[0].split()
+            picked.append(" ".join(rng.sample(source, min(5, len(source)))))
+        return picked
+
+    def timed(batch: list[str]) -> list[float]:
+        out = []
+        for q in batch:
             t = time.perf_counter()
             archival.search(q)
-            passes[-1].append((time.perf_counter() - t) * 1000)
-    lat = [x for one in passes for x in one]
+            out.append((time.perf_counter() - t) * 1000)
+        return out
+
+    # First queries after opening fill LanceDB's index caches (posting lists, vector codes); the
+    # headline figure is a second, unseen query set on the warm process, as a running agent sees it.
+    opening = timed(sample())
+    qs = sample()
+    lat = timed(qs)
+    again = timed(qs)  # the same queries once more: how much the machine itself varies
     filtered = []
     for q in qs[: queries // 2]:
         t = time.perf_counter()
@@ -110,7 +117,8 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
             if rows >= ANN_MIN_ROWS else f"exact vector scan below {ANN_MIN_ROWS:,} rows")
     print(
         f"[{rows:,}] archival_search hybrid ({mode}): p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, 0.95):.1f} ms "
-        f"(p95 of each pass over the {len(qs)} queries: {', '.join(f'{pct(one, 0.95):.1f}' for one in passes)}); "
+        f"(the same queries again: p95 {pct(again, 0.95):.1f} ms; the first {len(opening)} other queries after opening, "
+        f"caches filling: p50 {statistics.median(opening):.1f} ms, p95 {pct(opening, 0.95):.1f} ms); "
         f"with tag filter p50 {statistics.median(filtered):.1f} ms, p95 {pct(filtered, 0.95):.1f} ms; "
         f"with date filter p50 {statistics.median(dated):.1f} ms, p95 {pct(dated, 0.95):.1f} ms; "
         f"vector search alone p50 {statistics.median(vector_ms):.1f} ms, p95 {pct(vector_ms, 0.95):.1f} ms, "
