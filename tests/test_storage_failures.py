@@ -81,24 +81,27 @@ def test_merge_keeps_the_newest_state_and_concatenates_rows() -> None:
     assert merged["vectors"].column("x").to_pylist() == [1, 2, 3]
 
 
-def test_a_search_waits_only_for_the_tables_it_reads() -> None:
+def test_messages_are_committed_before_the_state_and_leave_the_unwritten_rows() -> None:
     import threading
 
     from agentos.storage.writer import GroupCommitWriter, StepBatch
 
     written: dict[str, list[object]] = {}
+    messages_done = threading.Event()
     release = threading.Event()
 
     def write(table: str, rows: list[object]) -> None:
         if table == "agents":
-            assert release.wait(10)
+            assert messages_done.wait(10) and release.wait(10)
         written.setdefault(table, []).extend(rows)
+        if table == "messages":
+            messages_done.set()
 
-    writer = GroupCommitWriter(write, lambda tables, batches: None)
+    writer = GroupCommitWriter(write, lambda tables, batches: None, first=("messages",))
     writer.submit(StepBatch(state_row={"agent_id": "a"}, rows={"messages": [{"id": 1}]}))
-    writer.flush_tables(["messages"])  # returns while the state row is still being written
+    assert messages_done.wait(10)  # the messages went out while the state row is still held back
     assert written["messages"] == [{"id": 1}] and "agents" not in written
     release.set()
     writer.flush()
-    assert written["agents"] == [{"agent_id": "a"}]
+    assert written["agents"] == [{"agent_id": "a"}] and writer.unwritten("messages") == []
     writer.close()

@@ -117,12 +117,9 @@ class Store:
         }
         self._writer.submit(StepBatch(state_row=state_row, rows=rows))
 
-    def flush(self, tables: list[str] | None = None) -> None:
-        """Wait until every submitted step is written (only to `tables`, when given)."""
-        if tables is None:
-            self._writer.flush()
-        else:
-            self._writer.flush_tables(tables)
+    def flush(self) -> None:
+        """Wait until every submitted step is written."""
+        self._writer.flush()
 
     def unwritten(self, table: str) -> list[Any]:
         """Rows saved for `table` but not yet committed (what recall matches in memory meanwhile)."""

@@ -101,20 +101,6 @@ class GroupCommitWriter:
         if error is not None:
             raise _as_storage_error(error)
 
-    def flush_tables(self, tables: list[str]) -> None:
-        """Wait only until `tables` hold every submitted step (e.g. a search needs the messages, not the state).
-
-        After a failure this is a full `flush`, which retries and raises.
-        """
-        with self._cond:
-            while self._error is None and (
-                any(_touches(b, tables) for b in self._queue) or any(t in self._unwritten for t in tables)
-            ):
-                self._cond.wait()
-            failed = self._error is not None
-        if failed:
-            self.flush()
-
     def unwritten(self, table: str) -> list[Rows]:
         """The rows for `table` submitted but not yet committed (in flight and not yet written, or queued), oldest first."""
         with self._cond:
@@ -145,9 +131,8 @@ class GroupCommitWriter:
             except BaseException as exc:  # noqa: BLE001 - reported to the caller of flush/submit
                 failed[table] = exc
                 return
-            with self._cond:  # wake flush_tables() waiters on this table now
+            with self._cond:  # from now on the table itself holds these rows (see `unwritten`)
                 self._unwritten.discard(table)
-                self._cond.notify_all()
 
         # Two waves: the `first` tables, then the rest; the tables of a wave in parallel. Concurrent
         # LanceDB commits slow each other down, so the tables searches wait for go out alone.
@@ -208,10 +193,6 @@ def _tables_of(batch: StepBatch) -> set[str]:
     """The tables a step writes ("agents" for its state row)."""
     tables = {t for t, rows in batch.rows.items() if rows is not None and len(rows)}
     return tables | {"agents"} if batch.state_row is not None else tables
-
-
-def _touches(batch: StepBatch, tables: list[str]) -> bool:
-    return not _tables_of(batch).isdisjoint(tables)
 
 
 def _as_storage_error(error: BaseException) -> StorageError:
