@@ -148,12 +148,13 @@ def test_search_through_the_ann_index() -> None:
 
 def test_a_page_is_right_even_when_a_compaction_renumbered_the_rows() -> None:
     from agentos.memory.search import fts_rows
+    from agentos.storage.reads import gather
 
     agent = make_agent()
     arch = agent.tiers.archival
     for i in range(4):  # four commits, four fragments
         arch.insert_many([f"note {i} about harbours"])
-    rows = fts_rows(arch.table, "harbours", None, 10)
+    (rows,) = gather(fts_rows(arch.table, "harbours", None, 10))
     before = {r["id"]: r["_rowid"] for r in rows}
     arch.optimize()  # compaction rewrites the fragments: the row ids above are stale now
     hits = arch._hits([(key, 0.0) for key in before], before)
@@ -200,3 +201,14 @@ def test_a_filter_applied_after_ranking_loses_no_match(monkeypatch: pytest.Monke
     assert {h.text for h in page.hits} >= {"dentist booked for the team",
                                            "a long work memo that also mentions the dentist once"}
     assert all(h.tags == ["work"] for h in page.hits)
+
+
+def test_a_hybrid_page_shows_each_passage_whichever_search_found_it() -> None:
+    arch = make_agent(embedder="hash:64").tiers.archival
+    arch.insert_many(["harbour lights at dusk", "the harbour pilot retired"], tags=["sea"])
+    arch.insert_many(["dentist on tuesday", "buy oat milk", "call the plumber"], tags=["errands"])
+    page = arch.search("harbour")
+    assert page.total == 5  # two keyword matches; every passage is among the nearest vectors
+    stored = {h.id: (h.text, h.tags) for h in arch.search("", page_size=10).hits}
+    assert {h.id: (h.text, h.tags) for h in page.hits} == stored  # text read with the keyword match or taken after
+    assert {h.text for h in page.hits[:2]} == {"harbour lights at dusk", "the harbour pilot retired"}

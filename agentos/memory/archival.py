@@ -15,11 +15,12 @@ from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
     MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, clean_query, clean_tags, date_clauses, fts_rows, fuse,
-    tag_clause, concurrently, kept_share, nearest_rows, query_vector, vector_ids,
+    tag_clause, kept_share, nearest_rows, query_vector, vector_ids,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import new_id, utc_now
 from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.reads import gather
 from agentos.storage.schemas import archival_schema
 from agentos.storage.vector_index import ensure_vector_index
 
@@ -157,13 +158,13 @@ class Archival:
         with storage_errors("search archival memory"):
             vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
             kept = kept_share(table, where)
-            rows, near = concurrently(  # keyword and vector search overlap; the page is fetched after
-                lambda: fts_rows(table, query, where, MAX_CANDIDATES, kept=kept),
-                (lambda: nearest_rows(table, vector, where, VECTOR_CANDIDATES, kept=kept)) if vector else None,
+            rows, near = gather(  # keyword and vector search run together, each bringing its rows' shown columns
+                fts_rows(table, query, where, MAX_CANDIDATES, _SHOWN, kept=kept),
+                nearest_rows(table, vector, where, VECTOR_CANDIDATES, _SHOWN, kept=kept) if vector else None,
             )
             ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
-            row_ids = {r["id"]: r["_rowid"] for r in rows + (near or [])}
-            hits = self._hits(ranked[page * page_size : (page + 1) * page_size], row_ids)
+            known = {r["id"]: r for r in rows + (near or [])}
+            hits = [self._hit(known[key], score) for key, score in ranked[page * page_size : (page + 1) * page_size]]
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size,
                     capped=len(rows) >= MAX_CANDIDATES, note=note)
 
@@ -178,25 +179,26 @@ class Archival:
         return Page(hits=hits, total=listing.num_rows, page=page, page_size=page_size)
 
     def _hits(self, chosen: list[tuple[str, float]], row_ids: dict[str, int]) -> list[Hit]:
-        """The shown columns of one page of results: taken by row id, or by id for rows a compaction
-        renumbered since the search (or that came without a row id)."""
+        """The shown columns of one page of listed passages: taken by row id, or by id for rows a
+        compaction renumbered since the listing (or that came without a row id)."""
         columns = ["id", *_SHOWN]
         by_id: dict[str, dict[str, Any]] = {}
         known = [row_ids[key] for key, _ in chosen if key in row_ids]
         if known:
             try:
                 by_id = {r["id"]: r for r in self.table.take_row_ids(known).select(columns).to_arrow().to_pylist()}
-            except Exception:  # noqa: BLE001 - row ids gone since the search: fetch by id below
+            except Exception:  # noqa: BLE001 - row ids gone since the listing: fetch by id below
                 by_id = {}
         missing = [key for key, _ in chosen if key not in by_id]
         if missing:
             ids = ", ".join(quote(key) for key in missing)
             rows = self.table.search().where(f"id IN ({ids})").select(columns).limit(len(missing))
             by_id.update((r["id"], r) for r in rows.to_arrow().to_pylist())
-        return [
-            Hit(id=k, text=by_id[k]["text"], created_at=by_id[k]["created_at"], tags=by_id[k]["tags"] or [], score=s)
-            for k, s in chosen if k in by_id
-        ]
+        return [self._hit(by_id[key], score) for key, score in chosen if key in by_id]
+
+    @staticmethod
+    def _hit(row: dict[str, Any], score: float) -> Hit:
+        return Hit(id=row["id"], text=row["text"], created_at=row["created_at"], tags=row["tags"] or [], score=score)
 
     def delete(self, passage_id: str) -> bool:
         """Delete one passage by id; False when there was none."""

@@ -10,12 +10,13 @@ from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.fresh import nearest, place, rows_of, within
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, as_utc, clean_query, concurrently, date_clauses, fts_rows, fuse,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, as_utc, clean_query, date_clauses, fts_rows, fuse,
     nearest_rows, query_vector,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import Message
 from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.reads import gather
 from agentos.storage.records import embed_text, search_text_of
 from agentos.storage.schemas import recall_vectors_schema
 
@@ -109,10 +110,9 @@ class Recall:
                 table = self.vectors
                 vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
                 vwhere = self._where(start, end, roles, with_agent=False)
-                rows, near = concurrently(  # keyword and vector search overlap
-                    lambda: fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""),
-                                     MAX_CANDIDATES, _SHOWN),
-                    None if vector is None else lambda: nearest_rows(
+                rows, near = gather(  # keyword and vector search run together
+                    fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""), MAX_CANDIDATES, _SHOWN),
+                    None if vector is None else nearest_rows(
                         table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
                 )
                 capped = len(rows) >= MAX_CANDIDATES

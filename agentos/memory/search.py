@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence
 
 from agentos.errors import EmbedderError, ToolError
 from agentos.storage.db import quote
+from agentos.storage.reads import async_handle, gather
 from agentos.storage.vector_index import tune
 
 PAGE_SIZE = 5
@@ -26,8 +26,6 @@ POSTFILTER_MIN_ROWS = 300_000  # in tables this large (at 100k rows counting cos
 MAX_QUERY_CHARS = 2000
 MAX_PAGE = 10_000
 TEXT_LIMIT = 600  # characters of one result shown to the model
-A = TypeVar("A")
-B = TypeVar("B")
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
 
 
@@ -162,49 +160,57 @@ def kept_share(table: Any, where: str | None) -> float | None:
     return table.count_rows(where) / total if total >= POSTFILTER_MIN_ROWS else None
 
 
-def _filtered(search: Callable[[int], Any], where: str | None, limit: int, kept: float | None) -> list[dict[str, Any]]:
-    """Rows of `search(n)` (a query limited to n rows) with `where` applied before ranking, or after it,
-    asking for more rows, when the filter keeps at least POSTFILTER_FROM of the table. At 1M passages a
-    filter keeping nearly every row cost the vector search 20 ms more as a prefilter (a date filter 60 ms),
-    and nothing as a postfilter. When the filtered rows fall short (the filter and the query disagree),
-    the search runs again filtered first, so no match is lost."""
+async def _filtered(search: Callable[[int], Any], where: str | None, limit: int,
+                    kept: float | None) -> list[dict[str, Any]]:
+    """Rows of `search(n)` (an async query limited to n rows) with `where` applied before ranking, or
+    after it, asking for more rows, when the filter keeps at least POSTFILTER_FROM of the table. At 1M
+    passages a filter keeping nearly every row cost the vector search 20 ms more as a prefilter (a date
+    filter 60 ms), and nothing as a postfilter. When the filtered rows fall short (the filter and the
+    query disagree), the search runs again filtered first, so no match is lost."""
     if where and kept is not None and kept >= POSTFILTER_FROM:
-        rows = search(math.ceil(limit * 1.25 / kept)).where(where, prefilter=False).to_arrow().to_pylist()
+        rows = (await search(math.ceil(limit * 1.25 / kept)).where(where).postfilter().to_arrow()).to_pylist()
         if len(rows) >= limit:
             return rows
     q = search(limit)
-    return (q.where(where, prefilter=True) if where else q).to_arrow().to_pylist()
+    return (await (q.where(where) if where else q).to_arrow()).to_pylist()
 
 
-def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
-             kept: float | None = None) -> list[dict[str, Any]]:
+async def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
+                   kept: float | None = None) -> list[dict[str, Any]]:
     """BM25 matches, best first: id, score, row id (valid for this table version) and `columns`.
-    `kept` is `kept_share(table, where)` when known (see `_filtered`).
+    `kept` is `kept_share(table, where)` when known (see `_filtered`). A coroutine: run it with
+    `gather`, beside the vector search.
 
     Equal scores are ordered by `seq` (when selected), then id: LanceDB's order of ties changes as
     the index is rebuilt, and pages of one ranking must not shift between calls."""
-    def search(n: int) -> Any:
-        return table.search(query, query_type="fts").with_row_id(True).select(["id", "_score", *columns]).limit(n)
+    handle = async_handle(table)
 
-    rows = _filtered(search, where, limit, kept)
+    def search(n: int) -> Any:
+        return handle.query().nearest_to_text(query).with_row_id().select(["id", "_score", *columns]).limit(n)
+
+    rows = await _filtered(search, where, limit, kept)
     return sorted(rows, key=lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))[:limit]
 
 
-def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int,
-                 kept: float | None = None) -> list[dict[str, Any]]:
-    """The nearest vectors by cosine distance, best first: id and row id. The index settings are
-    always given: a table without the index ignores them, so one built meanwhile is used right."""
-    def search(n: int) -> Any:
-        q = table.search(vector, vector_column_name="vector").distance_type("cosine").with_row_id(True)
-        return tune(q.select(["id", "_distance"]).limit(n), n)
+async def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int, columns: Sequence[str] = (),
+                       kept: float | None = None) -> list[dict[str, Any]]:
+    """The nearest vectors by cosine distance, best first: id, row id and `columns` (a coroutine, as
+    `fts_rows`). The index settings are always given: a table without the index ignores them, so one
+    built meanwhile is used right."""
+    handle = async_handle(table)
 
-    rows = _filtered(search, where, limit, kept)
+    def search(n: int) -> Any:
+        q = handle.query().nearest_to(vector).column("vector").distance_type("cosine").with_row_id()
+        return tune(q.select(["id", "_distance", *columns]).limit(n), n)
+
+    rows = await _filtered(search, where, limit, kept)
     return sorted(rows, key=lambda r: (round(r["_distance"], 6), r["id"]))[:limit]  # stable ties
 
 
 def vector_ids(table: Any, vector: list[float], where: str | None, limit: int) -> list[str]:
     """Ids of the nearest vectors, best first."""
-    return [r["id"] for r in nearest_rows(table, vector, where, limit)]
+    (rows,) = gather(nearest_rows(table, vector, where, limit))
+    return [r["id"] for r in rows]
 
 
 def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | None]:
@@ -213,29 +219,6 @@ def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | N
         return embedder.embed([query])[0].tolist(), None
     except EmbedderError as exc:
         return None, f"Meaning-based search is unavailable ({exc}); these are keyword matches only."
-
-
-def concurrently(first: Callable[[], A], second: Callable[[], B] | None) -> tuple[A, B | None]:
-    """Run `second` (if any) on a helper thread while `first` runs here; LanceDB searches release the GIL."""
-    if second is None:
-        return first(), None
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = second()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    helper = threading.Thread(target=run, name="agentos-search", daemon=True)
-    helper.start()
-    try:
-        result = first()
-    finally:
-        helper.join()
-    if "error" in box:
-        raise box["error"]
-    return result, box["value"]
 
 
 def shorten(text: str, limit: int = TEXT_LIMIT) -> str:
