@@ -105,3 +105,41 @@ def test_messages_are_committed_before_the_state_and_leave_the_unwritten_rows() 
     writer.flush()
     assert written["agents"] == [{"agent_id": "a"}] and writer.unwritten("messages") == []
     writer.close()
+
+
+def test_reads_run_together_in_order_and_a_failed_one_stops_the_rest() -> None:
+    import asyncio
+    import time
+
+    from agentos.storage.reads import gather
+
+    finished: list[int] = []
+
+    async def slow(value: int) -> int:
+        await asyncio.sleep(0.2)
+        finished.append(value)
+        return value
+
+    async def broken() -> None:
+        raise ValueError("bad filter")
+
+    assert gather(slow(1), None, slow(2)) == [1, None, 2]
+    ready: list[asyncio.Event] = []
+
+    async def waits_for_partner() -> str:
+        ready.append(asyncio.Event())
+        await asyncio.wait_for(ready[0].wait(), timeout=5)  # only a read running at the same time sets it
+        return "met"
+
+    async def partner() -> str:
+        while not ready:
+            await asyncio.sleep(0.01)
+        ready[0].set()
+        return "here"
+
+    assert gather(waits_for_partner(), partner()) == ["met", "here"]
+    finished.clear()
+    with pytest.raises(ValueError, match="bad filter"):
+        gather(slow(3), broken())
+    time.sleep(0.3)
+    assert finished == []  # the other read was cancelled, not left running

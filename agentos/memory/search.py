@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from agentos.errors import EmbedderError, ToolError
 from agentos.storage.db import quote
@@ -160,51 +160,50 @@ def kept_share(table: Any, where: str | None) -> float | None:
     return table.count_rows(where) / total if total >= POSTFILTER_MIN_ROWS else None
 
 
-async def _filtered(search: Callable[[int], Any], where: str | None, limit: int,
-                    kept: float | None) -> list[dict[str, Any]]:
-    """Rows of `search(n)` (an async query limited to n rows) with `where` applied before ranking, or
-    after it, asking for more rows, when the filter keeps at least POSTFILTER_FROM of the table. At 1M
-    passages a filter keeping nearly every row cost the vector search 20 ms more as a prefilter (a date
-    filter 60 ms), and nothing as a postfilter. When the filtered rows fall short (the filter and the
-    query disagree), the search runs again filtered first, so no match is lost."""
+async def _filtered(search: Callable[[int], Any], where: str | None, limit: int, kept: float | None,
+                    order: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
+    """The best `limit` rows of `search(n)` (an async query limited to n rows) in `order`, with `where`
+    applied before ranking, or after it, asking for more rows, when the filter keeps at least
+    POSTFILTER_FROM of the table. At 1M passages a filter keeping nearly every row cost the vector
+    search 20 ms more as a prefilter (a date filter 60 ms), and nothing as a postfilter. When the
+    filtered rows fall short (the filter and the query disagree), the search runs again filtered
+    first, so no match is lost."""
+    rows: list[dict[str, Any]] = []
     if where and kept is not None and kept >= POSTFILTER_FROM:
         rows = (await search(math.ceil(limit * 1.25 / kept)).where(where).postfilter().to_arrow()).to_pylist()
-        if len(rows) >= limit:
-            return rows
-    q = search(limit)
-    return (await (q.where(where) if where else q).to_arrow()).to_pylist()
+    if len(rows) < limit:
+        q = search(limit)
+        rows = (await (q.where(where) if where else q).to_arrow()).to_pylist()
+    return sorted(rows, key=order)[:limit]
 
 
-async def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
-                   kept: float | None = None) -> list[dict[str, Any]]:
-    """BM25 matches, best first: id, score, row id (valid for this table version) and `columns`.
-    `kept` is `kept_share(table, where)` when known (see `_filtered`). A coroutine: run it with
-    `gather`, beside the vector search.
+def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
+             kept: float | None = None) -> Awaitable[list[dict[str, Any]]]:
+    """BM25 matches, best first: id, score and `columns`; a read to run with `gather`, beside the
+    vector search. `kept` is `kept_share(table, where)` when known (see `_filtered`).
 
     Equal scores are ordered by `seq` (when selected), then id: LanceDB's order of ties changes as
     the index is rebuilt, and pages of one ranking must not shift between calls."""
+    handle = async_handle(table)  # here, not on LanceDB's loop (see `reads.gather`)
+
+    def search(n: int) -> Any:
+        return handle.query().nearest_to_text(query).select(["id", "_score", *columns]).limit(n)
+
+    return _filtered(search, where, limit, kept, lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))
+
+
+def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int, columns: Sequence[str] = (),
+                 kept: float | None = None) -> Awaitable[list[dict[str, Any]]]:
+    """The nearest vectors by cosine distance, best first: id, distance and `columns`; a read, as
+    `fts_rows`. The index settings are always given: a table without the index ignores them, so one
+    built meanwhile is used right. Equal distances are ordered by id."""
     handle = async_handle(table)
 
     def search(n: int) -> Any:
-        return handle.query().nearest_to_text(query).with_row_id().select(["id", "_score", *columns]).limit(n)
-
-    rows = await _filtered(search, where, limit, kept)
-    return sorted(rows, key=lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))[:limit]
-
-
-async def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int, columns: Sequence[str] = (),
-                       kept: float | None = None) -> list[dict[str, Any]]:
-    """The nearest vectors by cosine distance, best first: id, row id and `columns` (a coroutine, as
-    `fts_rows`). The index settings are always given: a table without the index ignores them, so one
-    built meanwhile is used right."""
-    handle = async_handle(table)
-
-    def search(n: int) -> Any:
-        q = handle.query().nearest_to(vector).column("vector").distance_type("cosine").with_row_id()
+        q = handle.query().nearest_to(vector).column("vector").distance_type("cosine")
         return tune(q.select(["id", "_distance", *columns]).limit(n), n)
 
-    rows = await _filtered(search, where, limit, kept)
-    return sorted(rows, key=lambda r: (round(r["_distance"], 6), r["id"]))[:limit]  # stable ties
+    return _filtered(search, where, limit, kept, lambda r: (round(r["_distance"], 6), r["id"]))
 
 
 def vector_ids(table: Any, vector: list[float], where: str | None, limit: int) -> list[str]:
