@@ -26,13 +26,18 @@ def _text_or_file(value: str | None) -> str | None:
 def cmd_new(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
     from agentos.agent.state import AgentSettings
+    from agentos.memory.embedders import resolve_embedder
 
-    settings = AgentSettings(prompt_dir=str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None)
+    embedder = resolve_embedder(args.embedder).name  # a bad spec is an error before anything is created
+    prompt_dir = str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None
+    settings = AgentSettings(prompt_dir=prompt_dir, embedder=args.embedder or "none")
     agent = Agent.create(
         args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human),
         settings=settings,
     )
-    print(f'Created agent "{agent.name}" ({agent.state.model}). Chat with it: agentos chat {agent.name}')
+    search = "by keywords" if embedder == "none" else f"by keywords and meaning ({embedder})"
+    print(f'Created agent "{agent.name}" ({agent.state.model}); memory is searched {search}. '
+          f"Chat with it: agentos chat {agent.name}")
     return 0
 
 
@@ -154,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--human", help="human block: text, or @FILE")
     p.add_argument("--model", help="model spec, e.g. openai/gpt-4.1-mini or scripted/demo")
     p.add_argument("--prompt-dir", help="a folder of your own prompt templates (system.j2, ...) to use instead")
+    p.add_argument("--embedder", help="vectors for memory search: none (default: BM25 only), openai/MODEL, "
+                                      "ollama/MODEL, st/MODEL, hash:DIM; change later with agentos reindex")
 
     add("list", cmd_list, "list agents")
 

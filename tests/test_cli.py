@@ -143,3 +143,20 @@ def test_demo_command_creates_then_resumes() -> None:
     second = run_cli("demo", stdin="what's my name?\n")
     assert "Created" not in second.stdout
     assert "demo> Your name is Bo." in second.stdout
+
+
+def test_new_with_an_embedder_searches_by_meaning_too(capsys: pytest.CaptureFixture) -> None:
+    from agentos.agent.agent import Agent
+
+    assert main(["new", "tom", "--model", "scripted/demo", "--embedder", "hash:64"]) == 0
+    assert "memory is searched by keywords and meaning (hash-64)" in capsys.readouterr().out
+    agent = Agent.load("tom")
+    assert agent.state.settings.embedder == "hash:64"
+    assert agent.tiers.archival.embedder.dim == 64
+    assert main(["archival", "tom", "add", "Ada's cat is called Pixel"]) == 0
+    assert main(["archival", "tom", "search", "cat"]) == 0
+    assert "Pixel" in capsys.readouterr().out
+    done = run_cli("new", "sam", "--model", "scripted/demo", "--embedder", "magic")
+    assert done.returncode == 1 and done.stderr.startswith("error: unknown embedder 'magic'")
+    assert main(["list"]) == 0
+    assert "sam" not in capsys.readouterr().out  # nothing was created
