@@ -209,3 +209,22 @@ def test_a_hybrid_page_shows_each_passage_whichever_search_found_it() -> None:
     stored = {h.id: (h.text, h.tags) for h in arch.search("", page_size=10).hits}
     assert {h.id: (h.text, h.tags) for h in page.hits} == stored  # each brought by the search that found it
     assert {h.text for h in page.hits[:2]} == {"harbour lights at dusk", "the harbour pilot retired"}
+
+
+def test_a_date_range_gives_the_same_page_filtered_before_or_after_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentos.memory.archival as archival
+    import agentos.memory.search as search
+
+    monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
+    monkeypatch.setattr(archival, "MAX_CANDIDATES", 2)  # so filtering after ranking finds enough rows
+    monkeypatch.setattr(archival, "VECTOR_CANDIDATES", 2)
+    arch = make_agent(embedder="hash:64").tiers.archival
+    arch.insert_many([f"harbour log {i}" for i in range(7)], created_at=day(1))
+    arch.insert_many([f"harbour log {i} later" for i in range(3)], created_at=day(20))
+    kept = search.kept_share(arch.table, arch._where(None, day(10), None))
+    assert search.SCANNED_POSTFILTER_FROM <= kept == 0.3 < search.POSTFILTER_FROM  # a date range: after ranking
+    after = arch.search("harbour log", start=day(10))
+    monkeypatch.setattr(archival, "SCANNED_POSTFILTER_FROM", 1.0)  # now filtered first
+    before = arch.search("harbour log", start=day(10))
+    assert [(h.id, h.text) for h in after.hits] == [(h.id, h.text) for h in before.hits]
+    assert after.hits and all(h.text.endswith("later") for h in after.hits)
