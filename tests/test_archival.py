@@ -219,12 +219,13 @@ def test_a_date_range_gives_the_same_page_filtered_before_or_after_ranking(monke
     monkeypatch.setattr(archival, "MAX_CANDIDATES", 2)  # so filtering after ranking finds enough rows
     monkeypatch.setattr(archival, "VECTOR_CANDIDATES", 2)
     arch = make_agent(embedder="hash:64").tiers.archival
-    arch.insert_many([f"harbour log {i}" for i in range(7)], created_at=day(1))
-    arch.insert_many([f"harbour log {i} later" for i in range(3)], created_at=day(20))
+    # distinct scores: with ties, which rows make a cut would be LanceDB's choice, not the filter's
+    arch.insert_many([f"{'harbour ' * (i + 1)}log {i}" for i in range(7)], created_at=day(1))
+    arch.insert_many([f"{'harbour ' * (i + 1)}log {i} later" for i in range(3)], created_at=day(20))
     kept = search.kept_share(arch.table, arch._where(None, day(10), None))
     assert search.SCANNED_POSTFILTER_FROM <= kept == 0.3 < search.POSTFILTER_FROM  # a date range: after ranking
     after = arch.search("harbour log", start=day(10))
-    monkeypatch.setattr(archival, "SCANNED_POSTFILTER_FROM", 1.0)  # now filtered first
+    monkeypatch.setattr(search, "SCANNED_POSTFILTER_FROM", 1.0)  # now filtered first
     before = arch.search("harbour log", start=day(10))
     assert [(h.id, h.text) for h in after.hits] == [(h.id, h.text) for h in before.hits]
     assert after.hits and all(h.text.endswith("later") for h in after.hits)

@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, POSTFILTER_FROM, SCANNED_POSTFILTER_FROM, VECTOR_CANDIDATES, Hit, Page, clean_query,
-    clean_tags, date_clauses, fts_rows, fuse, tag_clause, kept_share, nearest_rows, query_vector, vector_ids,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, after_ranking, clean_query, clean_tags, date_clauses,
+    fts_rows, fuse, nearest_rows, query_vector, tag_clause, vector_ids,
 )
 from agentos.memory.tables import open_embedded
 from agentos.messages import new_id, utc_now
@@ -157,12 +157,10 @@ class Archival:
         table = self.table
         with storage_errors("search archival memory"):
             vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
-            kept = kept_share(table, where)
-            after = SCANNED_POSTFILTER_FROM if start or end else POSTFILTER_FROM  # no index serves date ranges
+            kept = after_ranking(table, where, scanned=bool(start or end))  # no index serves date ranges
             rows, near = gather(  # keyword and vector search run together, each bringing its rows' shown columns
-                fts_rows(table, query, where, MAX_CANDIDATES, _SHOWN, kept=kept, after_from=after),
-                nearest_rows(table, vector, where, VECTOR_CANDIDATES, _SHOWN, kept=kept, after_from=after)
-                if vector else None,
+                fts_rows(table, query, where, MAX_CANDIDATES, _SHOWN, kept=kept),
+                nearest_rows(table, vector, where, VECTOR_CANDIDATES, _SHOWN, kept=kept) if vector else None,
             )
             ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
             known = {r["id"]: r for r in rows + (near or [])}

@@ -164,16 +164,23 @@ def kept_share(table: Any, where: str | None) -> float | None:
     return table.count_rows(where) / total if total >= POSTFILTER_MIN_ROWS else None
 
 
+def after_ranking(table: Any, where: str | None, *, scanned: bool = False) -> float | None:
+    """The share of rows `where` keeps when it is best applied after ranking, else None (filter first).
+    That is from POSTFILTER_FROM of a large table, or SCANNED_POSTFILTER_FROM for a filter no index
+    serves (`scanned`: date ranges), which is dearer to apply first."""
+    kept = kept_share(table, where)
+    return kept if kept is not None and kept >= (SCANNED_POSTFILTER_FROM if scanned else POSTFILTER_FROM) else None
+
+
 async def _filtered(search: Callable[[int], Any], where: str | None, limit: int, kept: float | None,
-                    after_from: float, order: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
+                    order: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
     """The best `limit` rows of `search(n)` (an async query limited to n rows) in `order`, with `where`
-    applied before ranking, or after it, asking for more rows, when the filter keeps at least
-    `after_from` of the table. At 1M passages a filter keeping nearly every row cost the vector
-    search 20 ms more as a prefilter (a date filter 60 ms), and nothing as a postfilter. When the
-    filtered rows fall short (the filter and the query disagree), the search runs again filtered
-    first, so no match is lost."""
+    applied before ranking, or after it when `kept` (from `after_ranking`) is given, asking for more
+    rows. At 1M passages a filter keeping nearly every row cost the vector search 20 ms more as a
+    prefilter (a date filter 60 ms), and nothing as a postfilter. When the filtered rows fall short
+    (the filter and the query disagree), the search runs again filtered first, so no match is lost."""
     rows: list[dict[str, Any]] = []
-    if where and kept is not None and kept >= after_from:
+    if where and kept:
         rows = (await search(math.ceil(limit * POSTFILTER_MARGIN / kept)).where(where).postfilter().to_arrow()).to_pylist()
     if len(rows) < limit:
         q = search(limit)
@@ -182,10 +189,9 @@ async def _filtered(search: Callable[[int], Any], where: str | None, limit: int,
 
 
 def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
-             kept: float | None = None, after_from: float = POSTFILTER_FROM) -> Awaitable[list[dict[str, Any]]]:
+             kept: float | None = None) -> Awaitable[list[dict[str, Any]]]:
     """BM25 matches, best first: id, score and `columns`; a read to run with `gather`, beside the
-    vector search. `kept` is `kept_share(table, where)` when known; from `after_from` the filter is
-    applied after ranking (see `_filtered`).
+    vector search. With `kept` (from `after_ranking`) the filter is applied after ranking.
 
     Equal scores are ordered by `seq` (when selected), then id: LanceDB's order of ties changes as
     the index is rebuilt, and pages of one ranking must not shift between calls."""
@@ -194,11 +200,11 @@ def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Seq
     def search(n: int) -> Any:
         return handle.query().nearest_to_text(query).select(["id", "_score", *columns]).limit(n)
 
-    return _filtered(search, where, limit, kept, after_from, lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))
+    return _filtered(search, where, limit, kept, lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))
 
 
 def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int, columns: Sequence[str] = (),
-                 kept: float | None = None, after_from: float = POSTFILTER_FROM) -> Awaitable[list[dict[str, Any]]]:
+                 kept: float | None = None) -> Awaitable[list[dict[str, Any]]]:
     """The nearest vectors by cosine distance, best first: id, distance and `columns`; a read, as
     `fts_rows`. The index settings are always given: a table without the index ignores them, so one
     built meanwhile is used right. Equal distances are ordered by id."""
@@ -208,7 +214,7 @@ def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int,
         q = handle.query().nearest_to(vector).column("vector").distance_type("cosine")
         return tune(q.select(["id", "_distance", *columns]).limit(n), n)
 
-    return _filtered(search, where, limit, kept, after_from, lambda r: (round(r["_distance"], 6), r["id"]))
+    return _filtered(search, where, limit, kept, lambda r: (round(r["_distance"], 6), r["id"]))
 
 
 def vector_ids(table: Any, vector: list[float], where: str | None, limit: int) -> list[str]:
