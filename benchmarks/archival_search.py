@@ -17,6 +17,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from agentos.memory.archival import Archival
 from agentos.memory.embedders import HashEmbedder
@@ -77,11 +78,11 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
             picked.append(" ".join(rng.sample(source, min(5, len(source)))))
         return picked
 
-    def timed(batch: list[str]) -> list[float]:
+    def timed(batch: list[str], **filters: Any) -> list[float]:
         out = []
         for q in batch:
             t = time.perf_counter()
-            archival.search(q)
+            archival.search(q, **filters)
             out.append((time.perf_counter() - t) * 1000)
         return out
 
@@ -91,17 +92,9 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
     qs = sample()
     lat = timed(qs)
     again = timed(qs)  # the same queries once more: how much the machine itself varies
-    filtered = []
-    for q in qs[: queries // 2]:
-        t = time.perf_counter()
-        archival.search(q, tags=["bench"])
-        filtered.append((time.perf_counter() - t) * 1000)
-    dated = []
+    filtered = timed(qs[: queries // 2], tags=["bench"])
     since = datetime(2000, 1, 1, tzinfo=timezone.utc)  # keeps every passage: the filter is applied after ranking
-    for q in qs[: queries // 2]:
-        t = time.perf_counter()
-        archival.search(q, start=since)
-        dated.append((time.perf_counter() - t) * 1000)
+    dated = timed(qs[: queries // 2], start=since)
     recalls = []
     exact_ms = []
     vector_ms = []
