@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from agentos.cli_memory import add_memory_commands
 from agentos.errors import AgentOSError
@@ -35,16 +35,17 @@ def cmd_new(args: argparse.Namespace) -> int:
         args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human),
         settings=settings,
     )
+    agent.close()
     search = "by keywords" if embedder == "none" else f"by keywords and meaning ({embedder})"
-    print(f'Created agent "{agent.name}" ({agent.state.model}); memory is searched {search}. '
+    print(f'Created agent "{agent.name}" ({agent.model}); memory is searched {search}. '
           f"Chat with it: agentos chat {agent.name}")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from agentos.agent.agent import Agent
+    from agentos.agent.agent import list_agents
 
-    states = Agent.list()
+    states = list_agents()
     if not states:
         print("No agents yet. Create one with: agentos new NAME")
         return 0
@@ -59,31 +60,27 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
-    from agentos.chat import format_blocks, format_context
+    from agentos.formatting import describe_agent, format_blocks, format_context
 
-    agent = Agent.load(args.name, provider=_NoProvider())
-    s = agent.state
-    print(f"Agent {s.name}  model {s.model}  created {s.created_at.astimezone():%Y-%m-%d %H:%M}")
-    print(
-        f"Messages: {s.message_count} in recall, {len(agent.context)} in context; "
-        f"archival passages: {s.archival_count}; tools: {', '.join(s.tool_names)}"
-    )
+    agent = Agent.load(args.name, read_only=True)
+    print(describe_agent(agent))
     print()
-    print(format_blocks(agent))
+    print(format_blocks(agent.blocks))
     print()
-    print(format_context(agent))
+    print(format_context(agent.context_breakdown()))
     return 0
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
-    from agentos.chat import describe_eviction
-    from agentos.events import MessagesEvicted
+    from agentos.commands import summarize
 
     agent = Agent.load(args.name)
-    for event in agent.compact():
-        print(describe_eviction(event).strip() if isinstance(event, MessagesEvicted) else event.text)
-    agent.close()
+    try:
+        for text, _ in summarize(agent).lines:
+            print(text)
+    finally:
+        agent.close()
     return 0
 
 
@@ -116,8 +113,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from agentos.agent.agent import Agent
+    from agentos.agent.agent import Agent, list_agents
 
+    if args.name not in {s.name for s in list_agents()}:
+        Agent.delete(args.name)  # says that there is no such agent, and which there are
     if not args.yes:
         if not sys.stdin.isatty():
             raise AgentOSError(f"refusing to delete {args.name!r} without confirmation; pass --yes.")
@@ -125,20 +124,9 @@ def cmd_delete(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("Not deleted.")
             return 1
-    Agent.delete(args.name)
+    Agent.delete(args.name, force=args.force)
     print(f'Deleted agent "{args.name}".')
     return 0
-
-
-class _NoProvider:
-    """Stands in for a model when a command only reads an agent (no API key needed)."""
-
-    name = "none"
-    model = "none"
-    context_window = 0
-
-    def stream(self, request: Any) -> Any:
-        raise AgentOSError("this command does not call the model")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("delete", cmd_delete, "delete an agent and its memory")
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--force", action="store_true", help="delete even while another process has the agent open")
     add_memory_commands(sub)
     return parser
 

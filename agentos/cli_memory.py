@@ -9,11 +9,11 @@ from typing import Any
 from agentos.errors import AgentOSError
 
 
-def _load(name: str) -> Any:
+def _load(name: str, *, write: bool = False) -> Any:
+    """The agent, read-only unless the command changes it (then it takes the agent's lease, but no model)."""
     from agentos.agent.agent import Agent
-    from agentos.cli import _NoProvider
 
-    return Agent.load(name, provider=_NoProvider())  # type: ignore[arg-type]
+    return Agent.load(name, read_only=not write, with_model=False)
 
 
 def _tags(raw: str | None) -> list[str] | None:
@@ -37,13 +37,19 @@ def _page(page: Any, what: str, query: str) -> None:
 
 
 def cmd_archival(args: argparse.Namespace) -> int:
-    agent = _load(args.name)
-    archival = agent.tiers.archival
+    from agentos.memory.archival import ArchivalTier
+
+    agent = _load(args.name, write=args.action in ("add", "delete"))
+    try:
+        return _archival(agent, agent.tier(ArchivalTier), args)
+    finally:
+        agent.close()
+
+
+def _archival(agent: Any, archival: Any, args: argparse.Namespace) -> int:
     if args.action == "add":
         text = sys.stdin.read() if args.text == "-" else args.text
         done = archival.insert(text, tags=_tags(args.tags), source="cli")
-        agent.tiers.refresh_archival_count()
-        agent.save()
         if done.ids:
             print(f"Stored {len(done.ids)} passage(s): {', '.join(done.ids)}")
         if done.duplicates:
@@ -56,27 +62,29 @@ def cmd_archival(args: argparse.Namespace) -> int:
     elif args.action == "delete":
         if not archival.delete(args.id):
             raise AgentOSError(f"no archival passage {args.id!r} in agent {args.name!r}.")
-        agent.tiers.refresh_archival_count()
-        agent.save()
-        print(f"Deleted {args.id}; {agent.state.archival_count} passage(s) left.")
+        print(f"Deleted {args.id}; {archival.count()} passage(s) left.")
     return 0
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
+    from agentos.memory.recall import RecallTier
+
     agent = _load(args.name)
     start, end = _dates(args)
-    page = agent.tiers.recall.search(args.query, page=args.page, page_size=args.size, start=start, end=end,
-                                     roles=args.role or None)
+    page = agent.tier(RecallTier).search(args.query, page=args.page, page_size=args.size, start=start, end=end,
+                                         roles=args.role or None)
     _page(page, "messages", args.query)
     return 0
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from agentos.memory.reindex import reindex
-
-    counts = reindex(args.name, args.embedder, progress=_progress_bar)
-    print(f"Re-embedded {counts['archival']} archival passage(s) and {counts['recall']} message(s) "
-          f"with {args.embedder}.")
+    agent = _load(args.name, write=True)
+    try:
+        counts = agent.reindex(args.embedder, progress=_progress_bar)
+    finally:
+        agent.close()
+    done = ", ".join(f"{n} {tier}" for tier, n in counts.items())
+    print(f"Re-embedded with {args.embedder}: {done}.")
     return 0
 
 

@@ -23,6 +23,22 @@ class InvalidNameError(AgentOSError):
     """An agent name that cannot be used."""
 
 
+class AgentBusyError(AgentOSError):
+    """Another live process holds the agent for writing; the message names it."""
+
+
+class LeaseLostError(AgentOSError):
+    """This session no longer holds its agent (taken over, or changed under it); it refuses to write."""
+
+
+class AgentDeletedError(LeaseLostError):
+    """The agent was deleted while this session had it open."""
+
+
+class ReadOnlyAgentError(AgentOSError):
+    """The agent was opened read-only and cannot change."""
+
+
 class StorageError(AgentOSError):
     """The database could not be read or written (corrupt files, full disk, permissions)."""
 

@@ -71,13 +71,31 @@ class Notice(BaseModel):
     data: dict[str, Any] = {}
 
 
+class ReplyIncomplete(BaseModel):
+    """The model's answer did not end normally: cut at its output limit, refused, or a stream that
+    ended without saying why. Its text is kept, but it is not a complete reply."""
+
+    type: Literal["reply_incomplete"] = "reply_incomplete"
+    reason: Literal["max_tokens", "refusal", "no_finish_reason", "other"]
+    detail: str
+
+
+class StepSaved(BaseModel):
+    """A step is durable: its messages and the agent's state are committed at revision `rev`."""
+
+    type: Literal["step_saved"] = "step_saved"
+    rev: int
+    message_ids: list[str]
+
+
 class TurnFinished(BaseModel):
-    """The turn ended with a reply that has no tool calls."""
+    """The turn ended with a reply that has no tool calls; `stop_reason` says how the model's last answer ended."""
 
     type: Literal["turn_finished"] = "turn_finished"
     reply: Message
     steps: int
     usage: Usage
+    stop_reason: str = "end_turn"
 
 
 class TurnFailed(BaseModel):
@@ -97,6 +115,8 @@ Event = Union[
     UsageReported,
     MessagesEvicted,
     Notice,
+    ReplyIncomplete,
+    StepSaved,
     TurnFinished,
     TurnFailed,
 ]

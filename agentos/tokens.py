@@ -1,4 +1,4 @@
-"""Token counting and context windows: tiktoken when its encoding is on disk, else a calibrated estimate.
+"""Token counting: tiktoken when its encoding is on disk, else a bytes-based estimate calibrated to the provider.
 
 Nothing here touches the network: tiktoken is used only if it is installed *and* its encoding
 file is already in its local cache.
@@ -15,31 +15,9 @@ from typing import Any, Protocol
 
 from agentos.messages import Message
 
-DEFAULT_CONTEXT_WINDOW = 8192
 MESSAGE_OVERHEAD = 4  # role and separators, per message (OpenAI's published figure)
 DEFAULT_TOKENS_PER_BYTE = 0.325  # bytes/4 x 1.3: deliberately high until calibrated
 DISABLE_TIKTOKEN_VARIABLE = "AGENTOS_NO_TIKTOKEN"
-
-# Longest matching prefix wins; specs may carry a family ("openai/gpt-4o").
-KNOWN_WINDOWS: dict[str, int] = {
-    "gpt-3.5": 16_385,
-    "gpt-4": 8_192,
-    "gpt-4-32k": 32_768,
-    "gpt-4-turbo": 128_000,
-    "gpt-4o": 128_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-4.5": 128_000,
-    "gpt-5": 400_000,
-    "o1": 200_000,
-    "o3": 200_000,
-    "o4": 200_000,
-    "claude": 200_000,
-    "gemini": 1_048_576,
-    "llama": 128_000,
-    "mistral": 32_000,
-    "qwen": 32_768,
-    "demo": 8_192,
-}
 
 _ENCODING_URLS = {
     "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -47,43 +25,35 @@ _ENCODING_URLS = {
 }
 
 
-def known_context_window(model: str) -> int | None:
-    """The default window of a model (spec `family/model` or a bare name), when its family is known."""
-    name = model.partition("/")[2] or model
-    name = name.lower()
-    best = max((p for p in KNOWN_WINDOWS if name.startswith(p)), key=len, default=None)
-    return KNOWN_WINDOWS[best] if best else None
-
-
 class TokenCounter(Protocol):
-    """Counts tokens of text; `calibrate` learns from a provider-reported count."""
+    """Counts tokens of text; `recalibrated` is the counter that learned from a provider-reported count."""
 
     name: str
 
     def count(self, text: str) -> int: ...
 
-    def calibrate(self, nbytes: int, tokens: int) -> None: ...
+    def recalibrated(self, nbytes: int, tokens: int) -> "TokenCounter": ...
 
 
 class EstimateCounter:
-    """Bytes times a ratio learned from the provider's reported input tokens."""
+    """Bytes times a ratio learned from the provider's reported input tokens. Immutable: learning makes a new one."""
 
     name = "estimate"
 
-    def __init__(self, tokens_per_byte: float = DEFAULT_TOKENS_PER_BYTE) -> None:
-        self.tokens_per_byte = tokens_per_byte
-        self.calibrated = False
+    def __init__(self, tokens_per_byte: float | None = None) -> None:
+        self.calibrated = tokens_per_byte is not None
+        self.tokens_per_byte = DEFAULT_TOKENS_PER_BYTE if tokens_per_byte is None else tokens_per_byte
 
     def count(self, text: str) -> int:
         return math.ceil(len(text.encode("utf-8")) * self.tokens_per_byte) if text else 0
 
-    def calibrate(self, nbytes: int, tokens: int) -> None:
-        """Move the ratio to what the provider measured (ignored for tiny samples)."""
+    def recalibrated(self, nbytes: int, tokens: int) -> "EstimateCounter":
+        """The counter moved to what the provider measured (the same one for tiny samples); later reports are
+        averaged in."""
         if nbytes < 200 or tokens <= 0:
-            return
+            return self
         observed = min(max(tokens / nbytes, 0.05), 1.5)
-        self.tokens_per_byte = observed if not self.calibrated else 0.5 * (self.tokens_per_byte + observed)
-        self.calibrated = True
+        return EstimateCounter(observed if not self.calibrated else 0.5 * (self.tokens_per_byte + observed))
 
 
 class TiktokenCounter:
@@ -96,8 +66,9 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         return len(self.encoding.encode(text, disallowed_special=())) if text else 0
 
-    def calibrate(self, nbytes: int, tokens: int) -> None:
+    def recalibrated(self, nbytes: int, tokens: int) -> "TiktokenCounter":
         """Exact already; the provider's anchor corrects any per-model difference."""
+        return self
 
 
 def _tiktoken_cache_dir() -> Path:
@@ -153,17 +124,17 @@ class MessageSizes:
     """
 
     def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
         self._estimating = isinstance(counter, EstimateCounter)
+        self._exact = None if self._estimating else counter
         self._kind = "bytes" if self._estimating else counter.name
 
     def _measure(self, message: Message) -> int:
         private = message.__pydantic_private__  # plain dict access: this runs for every message of every call
         cached = private.get("_size") if private is not None else None
         if cached is not None and cached[0] == self._kind and cached[1] == len(message.content):
-            return cached[2]
+            return int(cached[2])
         text = message_text(message)
-        measure = len(text.encode("utf-8")) if self._estimating else self.counter.count(text)
+        measure = len(text.encode("utf-8")) if self._exact is None else self._exact.count(text)
         if private is not None:
             private["_size"] = (self._kind, len(message.content), measure)
         return measure
@@ -174,9 +145,9 @@ class MessageSizes:
             return self._measure(message)
         return len(message_text(message).encode("utf-8"))
 
-    def tokens(self, message: Message) -> int:
-        """Tokens the message takes in a request, with its per-message overhead."""
+    def tokens(self, message: Message, counter: TokenCounter) -> int:
+        """Tokens the message takes in a request under `counter`, with its per-message overhead."""
         measure = self._measure(message)
-        if self._estimating:
-            measure = math.ceil(measure * self.counter.tokens_per_byte) if measure else 0  # type: ignore[attr-defined]
+        if isinstance(counter, EstimateCounter):
+            measure = math.ceil(measure * counter.tokens_per_byte) if measure else 0
         return measure + MESSAGE_OVERHEAD

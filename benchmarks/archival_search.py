@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentos.memory.archival import Archival
+from agentos.memory.archival import ArchivalTier
+from agentos.memory.tier import TierContext
 from agentos.memory.embedders import HashEmbedder
 from agentos.storage.db import Database
 from agentos.storage.vector_index import ANN_MIN_ROWS, PARTITIONS, RERANK_CANDIDATES, vector_index_type
@@ -47,7 +48,8 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
     words = vocabulary(20_000, rng)
     weights = list(itertools.accumulate(1.0 / (i + 1) ** 1.05 for i in range(len(words))))
     db = Database(root / f"db{rows}")
-    archival = Archival(db, "bench", HashEmbedder(384))
+    embedder = HashEmbedder(384)
+    archival = ArchivalTier(TierContext(db=db, agent_id="bench", embedder=lambda: embedder))
     texts: list[str] = []
     reuse = archival.count() == rows  # a kept --dir: measure queries again without rebuilding
     started = time.perf_counter()

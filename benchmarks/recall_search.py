@@ -20,6 +20,7 @@ from pathlib import Path
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
+from agentos.memory.recall import RecallTier
 from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
 from agentos.storage import Store
@@ -51,18 +52,18 @@ def main() -> int:
         texts: list[str] = []
         t0 = time.perf_counter()
         for base in range(0, args.messages, 5000):
+            batch = []
             for i in range(base, min(base + 5000, args.messages)):
                 text = " ".join(rng.choices(words, cum_weights=cum, k=rng.randint(6, 30)))
                 texts.append(text)
-                agent.append(Message(role="user" if i % 2 == 0 else "assistant", content=text,
+                batch.append(Message(role="user" if i % 2 == 0 else "assistant", content=text,
                                      created_at=start + timedelta(minutes=i)))
-            agent.context = []
-            agent.save()
+            agent.add_history(batch)
         store.compact()
         load_s = time.perf_counter() - t0
         print(f"loaded {args.messages:,} messages in {load_s:.1f} s ({args.messages / load_s:,.0f}/s, embedder "
               f"{args.embedder!r}, commits of 5,000, then compacted)", flush=True)
-        recall = agent.tiers.recall
+        recall = agent.tier(RecallTier)
         queries = [" ".join(rng.sample(t.split(), min(4, len(t.split())))) for t in rng.sample(texts, args.queries)]
         for q in queries[:5]:
             recall.search(q)
@@ -78,32 +79,20 @@ def main() -> int:
             dated.append((time.perf_counter() - t) * 1000)
         print(f"conversation_search @ {args.messages:,}: p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, .95):.1f} ms;"
               f" with date+role filters p50 {statistics.median(dated):.1f} ms, p95 {pct(dated, .95):.1f} ms", flush=True)
-        searchable_ms, search_ms, committed_ms, found, in_memory = [], [], [], 0, 0
+        searchable_ms, search_ms, found = [], [], 0
         for i in range(args.turns):
             token = f"freshtoken{i}x"
-            agent.append(Message.user(f"new fact {token} about {rng.choice(words)}"))
-            agent.append(Message.assistant("noted"))
+            step = [Message.user(f"new fact {token} about {rng.choice(words)}"), Message.assistant("noted")]
             t = time.perf_counter()
-            agent.save()  # hands the step to the background writer: from here on a search finds it
+            agent.add_history(step)  # one step, committed: messages, then the agent's state
             searchable_ms.append((time.perf_counter() - t) * 1000)
-            in_memory += bool(store.unwritten("messages"))  # its commit is still running
             t = time.perf_counter()
             found += any(token in h.text for h in recall.search(token).hits)
             search_ms.append((time.perf_counter() - t) * 1000)
-            agent.flush()
-        for i in range(args.turns):  # for reference: how long the LanceDB commits themselves take
-            agent.append(Message.user(f"another fact {i} about {rng.choice(words)}"))
-            agent.append(Message.assistant("noted"))
-            t = time.perf_counter()
-            agent.save()
-            agent.flush()
-            committed_ms.append((time.perf_counter() - t) * 1000)
         store.wait_for_maintenance()
-        print(f"append a turn (user + assistant) until searchable: median {statistics.median(searchable_ms):.2f} ms, "
-              f"p95 {pct(searchable_ms, .95):.2f} ms; found by a search right after: {found}/{args.turns} "
-              f"({in_memory} while the commit was still running, matched in memory), that search p50 "
-              f"{statistics.median(search_ms):.1f} ms; the step's LanceDB commits (messages, then state): median "
-              f"{statistics.median(committed_ms):.1f} ms, p95 {pct(committed_ms, .95):.1f} ms", flush=True)
+        print(f"save a step (user + assistant, committed) until searchable: median {statistics.median(searchable_ms):.2f} "
+              f"ms, p95 {pct(searchable_ms, .95):.2f} ms; found by a search right after: {found}/{args.turns}, that "
+              f"search p50 {statistics.median(search_ms):.1f} ms", flush=True)
     finally:
         store.close()
         shutil.rmtree(root, ignore_errors=True)

@@ -1,11 +1,9 @@
 """The runtime's own cost per turn, measured with the scripted provider (which answers instantly).
 
 Cases: a plain reply, and a reply after one core memory tool call, with 0, 1,000 and 10,000
-messages already in the agent's recall history. Prints median and p95 in milliseconds, twice:
-
-- turn: until the turn's last event. Steps are handed to the store's group-commit writer,
-  which writes them to LanceDB in the background (merging steps that queue up);
-- durable: the turn plus `agent.flush()`, i.e. until every row of the turn is on disk.
+messages already in the agent's recall history. Prints the median and p95 in milliseconds of a
+turn until its last event. Every step is committed before the next begins, so when the turn
+ends it is durable: its messages, memory edits and the agent's state are on disk.
 
     python benchmarks/turn_overhead.py [--turns 200]
 """
@@ -48,22 +46,19 @@ def seed_history(agent: Agent, count: int) -> None:
         return
     start = utc_now() - timedelta(days=90)
     messages = [
-        (i, Message(role="user" if i % 2 == 0 else "assistant", content=f"earlier message number {i} about topic {i % 37}",
-                    created_at=start + timedelta(minutes=i)))
+        Message(role="user" if i % 2 == 0 else "assistant", content=f"earlier message number {i} about topic {i % 37}",
+                created_at=start + timedelta(minutes=i))
         for i in range(count)
     ]
-    agent.store.add_messages(agent.id, messages)
-    agent.state.message_count = count
-    agent.context = [m for _, m in messages[-IN_CONTEXT:]]
-    agent.save()
+    agent.add_history(messages, in_context=IN_CONTEXT)
 
 
 compactions: list[int] = []
 
 
-def measure(case: str, history: int, turns: int, durable: bool) -> tuple[float, float]:
+def measure(case: str, history: int, turns: int) -> tuple[float, float]:
     script = plain if case == "plain reply" else memory_tool
-    name = f"bench-{case.split()[0]}-{history}-{int(durable)}"
+    name = f"bench-{case.split()[0]}-{history}"
     agent = Agent.create(name, provider=ScriptedProvider(script), human="Name: Ada\nmood: calm",
                          settings=AgentSettings(context_window=WINDOW))
     seed_history(agent, history)
@@ -73,12 +68,10 @@ def measure(case: str, history: int, turns: int, durable: bool) -> tuple[float, 
     for i in range(turns):
         start = time.perf_counter()
         events = list(agent.turn(f"message {i}"))
-        if durable:
-            agent.flush()
         times.append((time.perf_counter() - start) * 1000)
         assert events[-1].type == "turn_finished", events[-1]
     agent.close()
-    compactions.append(agent.pager.compactions)
+    compactions.append(agent.state.compactions)
     times.sort()
     return statistics.median(times), times[int(len(times) * 0.95) - 1]
 
@@ -89,14 +82,12 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["AGENTOS_HOME"] = tempfile.mkdtemp(prefix="agentos-bench-")
     print(f"turn overhead, scripted provider, {args.turns} turns per case, {os.cpu_count()} CPUs")
-    print(f"{'':<31}{'turn':^22}{'durable':^22}")
-    print(f"{'case':<22}{'history':>9}{'median ms':>11}{'p95 ms':>11}{'median ms':>11}{'p95 ms':>11}")
+    print("a turn ends when it is durable: every step is committed before the next one starts")
+    print(f"{'case':<22}{'history':>9}{'median ms':>11}{'p95 ms':>11}")
     for case in ("plain reply", "memory tool call"):
         for history in (0, 1_000, 10_000):
-            turn = measure(case, history, args.turns, durable=False)
-            durable = measure(case, history, args.turns, durable=True)
-            print(f"{case:<22}{history:>9,}{turn[0]:>11.2f}{turn[1]:>11.2f}{durable[0]:>11.2f}{durable[1]:>11.2f}",
-                  flush=True)
+            turn = measure(case, history, args.turns)
+            print(f"{case:<22}{history:>9,}{turn[0]:>11.2f}{turn[1]:>11.2f}", flush=True)
     print(f"(window {WINDOW:,} tokens; the pager compacted {sum(compactions)} times over all runs, inside the timings)")
 
 

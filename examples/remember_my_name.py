@@ -41,10 +41,11 @@ def second_session() -> None:
         return "Of course: you are Ada Lovelace." if known else "Sorry, I don't know you."
 
     agent = Agent.load("example-ada", provider=ScriptedProvider(answer))
-    print(f"resumed with {len(agent.context)} messages in context; human block = {agent.blocks['human'].value!r}")
+    print(f"resumed with {len(agent.context)} messages in context; human block = {agent.block('human').value!r}")
     for event in agent.turn("Do you remember my name?"):
         if event.type == "turn_finished":
             print(f"agent: {event.reply.content}")
+    agent.close()
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ from typing import Any
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
+from agentos.memory.archival import ArchivalTier
+from agentos.memory.recall import RecallTier
 from agentos.messages import Message, ToolCall
 from agentos.providers.scripted import ScriptedProvider
-from agentos.tools.decorator import ToolContext
 
 
 def make_agent(name: str = "sam", embedder: str = "hash:64") -> Agent:
@@ -19,16 +20,23 @@ def make_agent(name: str = "sam", embedder: str = "hash:64") -> Agent:
 
 def call(agent: Agent, tool: str, **args: Any) -> tuple[str, bool]:
     """Run a tool as the loop would; returns (text, is_error)."""
-    outcome = agent.tools.execute(ToolCall(id="c1", name=tool, arguments=json.dumps(args)), ToolContext(agent=agent))
+    outcome = agent.tools.execute(ToolCall(id="c1", name=tool, arguments=json.dumps(args)), agent.tool_context("c1"))
     return outcome.text, outcome.is_error
 
 
 def say(agent: Agent, role: str, text: str, when: datetime | None = None) -> Message:
-    """Append a message and commit it, as a finished step would."""
+    """Save a message to recall, as a finished step would."""
     message = Message(role=role, content=text, created_at=when or datetime.now(timezone.utc))  # type: ignore[arg-type]
-    agent.append(message)
-    agent.save()
+    agent.add_history([message])
     return message
+
+
+def archival(agent: Agent) -> ArchivalTier:
+    return agent.tier(ArchivalTier)
+
+
+def recall(agent: Agent) -> RecallTier:
+    return agent.tier(RecallTier)
 
 
 def day(d: int, month: int = 1, year: int = 2024) -> datetime:

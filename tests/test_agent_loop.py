@@ -9,7 +9,7 @@ import pytest
 from agentos import Agent, tool
 from agentos.agent.state import AgentSettings
 from agentos.errors import RateLimitError
-from agentos.memory.blocks import Block
+from agentos.blocks import Block
 from agentos.providers import ScriptedProvider, Step
 from tests.helpers import of_type, types
 
@@ -32,10 +32,11 @@ def test_memory_edits_reach_the_next_system_prompt() -> None:
     )
     events = list(agent.turn("Hi, I'm Ada and I like tea."))
     assert types(events) == [
-        "usage", "tool_call_started", "memory_edited", "tool_call_finished",
-        "usage", "tool_call_started", "memory_edited", "tool_call_finished",
-        "text_delta", "text_delta", "usage", "turn_finished",
+        "usage", "tool_call_started", "memory_edited", "tool_call_finished", "step_saved",
+        "usage", "tool_call_started", "memory_edited", "tool_call_finished", "step_saved",
+        "text_delta", "text_delta", "usage", "step_saved", "turn_finished",
     ]
+    assert [e.rev for e in of_type(events, "step_saved")] == [1, 2, 3]
     edits = of_type(events, "memory_edited")
     assert [(e.label, e.old_value, e.new_value) for e in edits] == [
         ("human", "Nothing yet.", "Nothing yet.\nName: Ada"),

@@ -8,7 +8,7 @@ import pytest
 
 from agentos.agent.agent import Agent
 from agentos.memory.archival import chunk_text
-from tests.memory_helpers import call, day, make_agent
+from tests.memory_helpers import archival, call, day, make_agent
 
 
 def _total(text: str) -> int:
@@ -28,7 +28,7 @@ def test_insert_then_search_at_once_and_count(embedder: str) -> None:
     agent = make_agent(embedder=embedder)
     text, err = call(agent, "archival_insert", content="Ada's cat is called Pixel.", tags=["pets"])
     assert not err and "Stored 1 passage" in text
-    assert agent.state.archival_count == 1
+    assert archival(agent).count() == 1
     assert "archival passages: 1" in agent.system_prompt().lower() or "1" in agent.system_prompt()
     found, _ = call(agent, "archival_search", query="cat Pixel")
     assert "Pixel" in found and "[tags: pets]" in found and "of 1 " in found
@@ -39,7 +39,7 @@ def test_duplicate_is_not_stored_twice_and_agent_is_told() -> None:
     call(agent, "archival_insert", content="The launch is on Friday.")
     text, err = call(agent, "archival_insert", content="  The launch   is on Friday. ")
     assert not err and "Already in archival memory" in text and "nothing stored twice" in text
-    assert agent.tiers.archival.count() == 1 and agent.state.archival_count == 1
+    assert archival(agent).count() == 1 and archival(agent).count() == 1
 
 
 def test_long_content_is_chunked() -> None:
@@ -50,14 +50,14 @@ def test_long_content_is_chunked() -> None:
     agent = make_agent()
     text, _ = call(agent, "archival_insert", content=long)
     assert f"Stored {len(chunks)} passage(s)" in text
-    assert agent.state.archival_count == len(chunks)
+    assert archival(agent).count() == len(chunks)
     assert chunk_text("x" * 5000) == ["x" * 1200] * 4 + ["x" * 200]
 
 
 @pytest.mark.parametrize("embedder", ["none", "hash:64"])
 def test_paging_and_true_totals(embedder: str) -> None:
     agent = make_agent(embedder=embedder)
-    agent.tiers.archival.insert_many([f"note {i} about gardening tomatoes" for i in range(12)])
+    archival(agent).insert_many([f"note {i} about gardening tomatoes" for i in range(12)])
     first, _ = call(agent, "archival_search", query="gardening")
     assert "1-5 of 12" in first and "page 0 of 3" in first
     seen = set()
@@ -93,7 +93,7 @@ def test_tag_filter() -> None:
 
 def test_date_filter() -> None:
     agent = make_agent()
-    arch = agent.tiers.archival
+    arch = archival(agent)
     arch.insert_many(["old memo about taxes"], created_at=day(1))
     arch.insert_many(["new memo about taxes"], created_at=day(20))
     text, _ = call(agent, "archival_search", query="taxes", start_date="2024-01-10")
@@ -111,10 +111,10 @@ def test_date_filter() -> None:
 def test_delete_updates_count() -> None:
     agent = make_agent()
     call(agent, "archival_insert", content="to be forgotten")
-    pid = agent.tiers.archival.search("forgotten").hits[0].id
-    assert agent.tiers.archival.delete(pid)
-    assert not agent.tiers.archival.delete(pid)
-    assert agent.tiers.refresh_archival_count() == 0
+    pid = archival(agent).search("forgotten").hits[0].id
+    assert archival(agent).delete(pid)
+    assert not archival(agent).delete(pid)
+    assert archival(agent).count() == 0
 
 
 def test_archival_survives_reload() -> None:
@@ -122,7 +122,7 @@ def test_archival_survives_reload() -> None:
     call(agent, "archival_insert", content="persistent fact about Lisbon")
     agent.close()
     again = Agent.load("sam", provider=agent.provider)
-    assert again.state.archival_count == 1
+    assert archival(again).count() == 1
     assert "Lisbon" in call(again, "archival_search", query="Lisbon")[0]
 
 
@@ -136,7 +136,7 @@ def test_bad_arguments_are_tool_errors() -> None:
 
 def test_search_through_the_ann_index() -> None:
     agent = make_agent(embedder="hash:32")
-    arch = agent.tiers.archival
+    arch = archival(agent)
     arch.insert_many([f"passage {i} about topic {i % 13} and colour {i % 7}" for i in range(300)])
     assert arch.ensure_ann_index(min_rows=100)
     text, err = call(agent, "archival_search", query="topic 5 colour 3")
@@ -148,7 +148,7 @@ def test_search_through_the_ann_index() -> None:
 
 def test_a_listing_page_is_right_even_when_a_compaction_renumbered_the_rows() -> None:
     agent = make_agent()
-    arch = agent.tiers.archival
+    arch = archival(agent)
     for i in range(4):  # four commits, four fragments
         arch.insert_many([f"note {i} about harbours"])
     listed = arch.table.search().select(["id"]).with_row_id(True).limit(None).to_arrow().to_pylist()
@@ -165,7 +165,7 @@ def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str, mon
     import agentos.memory.search as search
     from agentos.memory.search import POSTFILTER_FROM, kept_share, tag_clause
 
-    arch = make_agent(embedder=embedder).tiers.archival
+    arch = archival(make_agent(embedder=embedder))
     assert kept_share(arch.table, tag_clause(["common"])) is None  # a small table: always filtered first
     monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
     arch.insert_many([f"harbour note {i}" for i in range(8)], tags=["common"])
@@ -182,13 +182,13 @@ def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str, mon
 
 
 def test_a_filter_applied_after_ranking_loses_no_match(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentos.memory.archival as archival
+    import agentos.memory.archival as archival_module
     import agentos.memory.search as search
 
     monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
-    monkeypatch.setattr(archival, "MAX_CANDIDATES", 2)  # so the best few matches are all untagged
-    monkeypatch.setattr(archival, "VECTOR_CANDIDATES", 2)
-    arch = make_agent(embedder="hash:64").tiers.archival
+    monkeypatch.setattr(archival_module, "MAX_CANDIDATES", 2)  # so the best few matches are all untagged
+    monkeypatch.setattr(archival_module, "VECTOR_CANDIDATES", 2)
+    arch = archival(make_agent(embedder="hash:64"))
     arch.insert_many([f"meeting notes {i}" for i in range(30)], tags=["work"])
     arch.insert_many([f"dentist dentist {i}" for i in range(10)])
     arch.insert_many(["a long work memo that also mentions the dentist once", "dentist booked for the team"],
@@ -201,7 +201,7 @@ def test_a_filter_applied_after_ranking_loses_no_match(monkeypatch: pytest.Monke
 
 
 def test_a_hybrid_page_shows_each_passage_whichever_search_found_it() -> None:
-    arch = make_agent(embedder="hash:64").tiers.archival
+    arch = archival(make_agent(embedder="hash:64"))
     arch.insert_many(["harbour lights at dusk", "the harbour pilot retired"], tags=["sea"])
     arch.insert_many(["dentist on tuesday", "buy oat milk", "call the plumber"], tags=["errands"])
     page = arch.search("harbour")
@@ -212,13 +212,13 @@ def test_a_hybrid_page_shows_each_passage_whichever_search_found_it() -> None:
 
 
 def test_a_date_range_gives_the_same_page_filtered_before_or_after_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentos.memory.archival as archival
+    import agentos.memory.archival as archival_module
     import agentos.memory.search as search
 
     monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
-    monkeypatch.setattr(archival, "MAX_CANDIDATES", 2)  # so filtering after ranking finds enough rows
-    monkeypatch.setattr(archival, "VECTOR_CANDIDATES", 2)
-    arch = make_agent(embedder="hash:64").tiers.archival
+    monkeypatch.setattr(archival_module, "MAX_CANDIDATES", 2)  # so filtering after ranking finds enough rows
+    monkeypatch.setattr(archival_module, "VECTOR_CANDIDATES", 2)
+    arch = archival(make_agent(embedder="hash:64"))
     # distinct scores: with ties, which rows make a cut would be LanceDB's choice, not the filter's
     arch.insert_many([f"{'harbour ' * (i + 1)}log {i}" for i in range(7)], created_at=day(1))
     arch.insert_many([f"{'harbour ' * (i + 1)}log {i} later" for i in range(3)], created_at=day(20))

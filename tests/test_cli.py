@@ -14,6 +14,7 @@ from agentos import Agent
 from agentos.chat import Repl
 from agentos.cli import main
 from agentos.providers import ScriptedProvider, Step
+from tests.memory_helpers import archival
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,7 @@ def test_new_list_show_delete(capsys: pytest.CaptureFixture, tmp_path: Path) -> 
     shown = capsys.readouterr().out
     assert "[persona] 18/5000 chars\n  I am a ship's cat." in shown
     assert "[human] 9/5000 chars\n  Name: Ada" in shown
-    assert "Messages: 0 in recall, 0 in context" in shown
+    assert "0 messages in context" in shown and "Messages in recall memory: 0" in shown
     assert main(["delete", "tom", "--yes"]) == 0
     assert main(["list"]) == 0
     assert "No agents yet" in capsys.readouterr().out
@@ -59,7 +60,7 @@ def test_new_list_show_delete(capsys: pytest.CaptureFixture, tmp_path: Path) -> 
         (["new", "x", "--model", "nonsense"], 'error: model spec "nonsense" must look like family/model'),
         (["new", "x", "--model", "scripted/demo", "--persona", "@/no/such/file"], "error: cannot read /no/such/file"),
         (["new", "x"], "error: no model is configured: set AGENTOS_MODEL"),
-        (["delete", "ghost"], "error: refusing to delete 'ghost' without confirmation; pass --yes."),
+        (["delete", "ghost"], 'error: no agent named "ghost". Existing agents: none yet.'),
     ],
 )
 def test_errors_are_one_clear_line_and_nonzero(args: list[str], message: str) -> None:
@@ -79,7 +80,7 @@ def test_chat_streams_shows_tools_and_memory_and_resumes() -> None:
     assert "✎ memory [human]" in out and "Name: Ada" in out
     assert "tom> Nice to meet you, Ada! I've saved your name to my memory." in out
     assert "[human] 9/5000 chars\n  Name: Ada" in out
-    assert "/memory   show the agent's core memory blocks" in out
+    assert "/memory     show the agent's core memory blocks" in out
     assert "unknown command /bogus" in out
     again = run_cli("chat", "tom", stdin="what is my name?\n")  # EOF leaves
     assert "tom> Your name is Ada." in again.stdout
@@ -152,7 +153,7 @@ def test_new_with_an_embedder_searches_by_meaning_too(capsys: pytest.CaptureFixt
     assert "memory is searched by keywords and meaning (hash-64)" in capsys.readouterr().out
     agent = Agent.load("tom")
     assert agent.state.settings.embedder == "hash:64"
-    assert agent.tiers.archival.embedder.dim == 64
+    assert archival(agent).embedder.dim == 64
     assert main(["archival", "tom", "add", "Ada's cat is called Pixel"]) == 0
     assert main(["archival", "tom", "search", "cat"]) == 0
     assert "Pixel" in capsys.readouterr().out

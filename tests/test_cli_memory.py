@@ -27,7 +27,7 @@ def test_archival_commands(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "archival", "bob", "list", "--since", "2000-01-01")
     passage_id = re.search(r"id (arch-\w+)", out).group(1)  # type: ignore[union-attr]
     code, out, _ = run(capsys, "show", "bob")
-    assert "archival passages: 1" in out
+    assert "Passages in archival memory: 1" in out
     code, out, _ = run(capsys, "archival", "bob", "delete", passage_id)
     assert code == 0 and "0 passage(s) left" in out
     code, _, err = run(capsys, "archival", "bob", "delete", passage_id)
@@ -55,7 +55,7 @@ def test_reindex_command_shows_progress(capsys: pytest.CaptureFixture[str]) -> N
     agent.close()
     run(capsys, "archival", "cy", "add", "harbour notes")
     code, out, err = run(capsys, "reindex", "cy", "--embedder", "hash:32")
-    assert code == 0 and "Re-embedded 1 archival passage(s) and 1 message(s)" in out
+    assert code == 0 and "Re-embedded with hash:32: 1 recall, 1 archival." in out
     assert "[####" in err and "1/1" in err
     code, _, err = run(capsys, "reindex", "cy", "--embedder", "bogus")
     assert code == 1 and "unknown embedder" in err

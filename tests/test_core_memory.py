@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentos.errors import MemoryEditError
-from agentos.memory.blocks import Block, CoreMemory
+from agentos.blocks import Block, CoreMemory
 
 
 @pytest.fixture

@@ -8,8 +8,12 @@ import pytest
 from agentos.agent.agent import Agent
 from agentos.errors import EmbedderError, EmbedderMismatchError
 from agentos.memory.embedders import HashEmbedder, NoEmbedder, OpenAIEmbedder, resolve_embedder
-from agentos.memory.tiers import MemoryTiers
-from tests.memory_helpers import call, make_agent, say
+from agentos.agent.memory_access import AgentMemory
+from agentos.memory.archival import ArchivalTier
+from agentos.memory.tiers import Tiers
+from agentos.messages import ToolCall
+from agentos.tools.context import ToolContext
+from tests.memory_helpers import archival, call, make_agent, recall, say
 
 
 def test_hash_embedder_is_deterministic_unit_and_batched() -> None:
@@ -49,17 +53,16 @@ def test_wrong_embedder_is_a_clear_error() -> None:
     agent = make_agent(embedder="hash:64")
     call(agent, "archival_insert", content="kept with hash-64")
     say(agent, "user", "a message with a vector")
-    for other in [HashEmbedder(32), NoEmbedder()]:
-        tiers = MemoryTiers(agent, embedder=other)
+    for other in ["hash:32", "none"]:
+        tiers = Tiers(agent.store.db, agent.id, other)
         with pytest.raises(EmbedderMismatchError, match="agentos reindex"):
-            tiers.archival.count()
+            tiers.get(ArchivalTier).search("kept")
     text, err = call(Agent.load("sam", provider=agent.provider), "archival_search", query="kept")
     assert not err and "kept" in text
-    agent.state.settings.embedder = "hash:32"
-    fresh = Agent.load("sam", provider=agent.provider)
-    fresh.state.settings.embedder = "hash:32"
-    text, err = call(fresh, "archival_search", query="kept")
-    assert err and "was built with embedder 'hash-64'" in text
+    wrong = Tiers(agent.store.db, agent.id, "hash:32")  # as an agent whose settings name another embedder
+    context = ToolContext(memory=AgentMemory(agent.state, wrong, "c1"))
+    outcome = agent.tools.execute(ToolCall(id="c1", name="archival_search", arguments='{"query": "kept"}'), context)
+    assert outcome.is_error and "was built with embedder 'hash-64'" in outcome.text
 
 
 def test_embedder_down_does_not_break_a_turn(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,26 +71,26 @@ def test_embedder_down_does_not_break_a_turn(monkeypatch: pytest.MonkeyPatch) ->
     def boom(texts: object) -> object:
         raise EmbedderError("cannot reach the embedding service")
 
-    monkeypatch.setattr(agent.tiers.embedder, "embed", boom)
+    monkeypatch.setattr(agent.tiers.embedder(), "embed", boom)
     say(agent, "user", "still saved and found by keywords")
     monkeypatch.undo()
-    assert "still saved" in agent.tiers.recall.search("keywords").hits[0].text
+    assert "still saved" in recall(agent).search("keywords").hits[0].text
     say(agent, "user", "next step catches up")
-    agent.flush()
-    assert agent.tiers.recall.vectors.count_rows() == 2
+    agent.save()
+    assert recall(agent).vectors.count_rows() == 2
 
 
 def test_search_falls_back_to_keywords_when_the_embedder_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
     agent = make_agent(embedder="hash:64")
     call(agent, "archival_insert", content="the spare key is under the blue flowerpot")
     say(agent, "user", "my sister lives in Lisbon")
-    agent.flush()
+    agent.save()
 
     def boom(texts: object) -> object:
         raise EmbedderError("cannot reach the embedding service at http://127.0.0.1:9/v1")
 
     with monkeypatch.context() as patched:
-        patched.setattr(agent.tiers.embedder, "embed", boom)
+        patched.setattr(agent.tiers.embedder(), "embed", boom)
         text, err = call(agent, "archival_search", query="blue flowerpot")
         assert not err and "flowerpot" in text and "keyword matches only" in text and "127.0.0.1:9" in text
         text, err = call(agent, "conversation_search", query="Lisbon")
@@ -96,9 +99,15 @@ def test_search_falls_back_to_keywords_when_the_embedder_is_down(monkeypatch: py
     assert not err and "keyword matches only" not in text
 
 
-def test_reindex_switches_embedder_and_keeps_everything() -> None:
-    from agentos.memory.reindex import reindex
+def reindex(name: str, spec: str, **kwargs: object) -> dict[str, int]:
+    agent = Agent.load(name, with_model=False)
+    try:
+        return agent.reindex(spec, **kwargs)  # type: ignore[arg-type]
+    finally:
+        agent.close()
 
+
+def test_reindex_switches_embedder_and_keeps_everything() -> None:
     agent = make_agent(embedder="none")
     call(agent, "archival_insert", content="passage about lighthouses", tags=["sea"])
     say(agent, "user", "I visited a lighthouse")
@@ -107,8 +116,8 @@ def test_reindex_switches_embedder_and_keeps_everything() -> None:
     reindex("sam", "hash:48", progress=lambda what, done, total: progress.append((what, done, total)))
     again = Agent.load("sam", provider=agent.provider)
     assert again.state.settings.embedder == "hash:48"
-    assert again.tiers.archival.table.schema.field("vector").type.list_size == 48
-    assert again.tiers.recall.vectors.count_rows() == 1
+    assert archival(again).table.schema.field("vector").type.list_size == 48
+    assert recall(again).vectors.count_rows() == 1
     text, err = call(again, "archival_search", query="lighthouses", tags=["sea"])
     assert not err and "lighthouses" in text
     assert progress and progress[-1][1] == progress[-1][2]
@@ -118,7 +127,6 @@ def test_reindex_switches_embedder_and_keeps_everything() -> None:
 
 
 def test_a_reindex_cut_short_by_a_crash_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentos.memory.reindex import reindex
     from agentos.storage.db import Database
 
     agent = make_agent(embedder="hash:32")
@@ -137,10 +145,10 @@ def test_a_reindex_cut_short_by_a_crash_loses_nothing(monkeypatch: pytest.Monkey
         reindex("sam", "hash:48")
 
     again = Agent.load("sam", provider=agent.provider)  # the passages come back from the copy
-    assert again.tiers.archival.db.count_rows(again.tiers.archival.name) == 3
+    assert again.store.db.count_rows(archival(again).table_name) == 3
     reindex("sam", "hash:48")  # and the reindex can simply be run again
     done = Agent.load("sam", provider=agent.provider)
-    assert done.tiers.archival.count() == 3
+    assert archival(done).count() == 3
     text, err = call(done, "archival_search", query="lighthouses")
     assert not err and "of 3" in text
     assert not any(t.endswith("__swap") for t in done.store.db.connection.list_tables().tables)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import agentos.storage.store as store_module
+import agentos.storage.maintenance as maintenance_module
 from agentos.agent.agent import Agent
-from tests.memory_helpers import call, make_agent, say
+from tests.memory_helpers import archival, call, make_agent, say
 
 
 def _unindexed(table: object, column: str) -> int:
@@ -15,12 +15,12 @@ def _unindexed(table: object, column: str) -> int:
 
 def test_archival_writes_are_compacted_and_fts_refreshed() -> None:
     agent = make_agent()
-    agent.store._maintenance.every = 5
+    agent.store.maintenance.every = 5
     for i in range(6):
         call(agent, "archival_insert", content=f"passage {i} about orchids")
     agent.store.wait_for_maintenance()
-    table = agent.tiers.archival.table
-    assert agent.store._maintenance.runs >= 1 and agent.store._maintenance.last_error is None
+    table = archival(agent).table
+    assert agent.store.maintenance.runs >= 1 and agent.store.maintenance.last_error is None
     assert _unindexed(table, "text") <= 1  # folded into the BM25 index by optimize()
     assert "of 6 " in call(agent, "archival_search", query="orchids")[0]
 
@@ -32,13 +32,13 @@ def test_maintenance_indexes_large_vector_tables_and_replaces_an_older_kind(monk
 
     monkeypatch.setattr(vector_index, "ANN_MIN_ROWS", 300)
     agent = make_agent(embedder="hash:32")
-    agent.store._maintenance.every = 1
-    arch = agent.tiers.archival
+    agent.store.maintenance.every = 1
+    arch = archival(agent)
     arch.insert_many([f"passage {i} about topic {i % 13} and colour {i % 7}" for i in range(299)])
     arch.table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=2, num_sub_vectors=4))
     call(agent, "archival_insert", content="one more passage about topic 5 and colour 3")
     agent.store.wait_for_maintenance()
-    assert agent.store._maintenance.last_error is None
+    assert agent.store.maintenance.last_error is None
     assert vector_index.vector_index_type(arch.table) == vector_index.INDEX_TYPE  # the older kind was replaced
     text, err = call(agent, "archival_search", query="topic 5 colour 3")
     assert not err and "of " in text
@@ -49,17 +49,17 @@ def test_maintenance_indexes_large_vector_tables_and_replaces_an_older_kind(monk
 def test_tag_filters_use_a_label_list_index() -> None:
     agent = make_agent()
     call(agent, "archival_insert", content="tagged passage", tags=["work"])
-    kinds = {tuple(i.columns): str(i.index_type) for i in agent.tiers.archival.table.list_indices()}
+    kinds = {tuple(i.columns): str(i.index_type) for i in archival(agent).table.list_indices()}
     assert kinds[("tags",)] == "LabelList"
     assert "tagged passage" in call(agent, "archival_search", query="passage", tags=["work"])[0]
 
 
 def test_idle_tables_are_compacted_on_a_timer(monkeypatch: pytest.MonkeyPatch) -> None:
     agent = make_agent()
-    monkeypatch.setattr(store_module, "COMPACT_EVERY_SECONDS", 0.0)
+    monkeypatch.setattr(maintenance_module, "COMPACT_EVERY_SECONDS", 0.0)
     say(agent, "user", "one message is enough once the timer is due")
     agent.store.wait_for_maintenance()
-    assert agent.store._maintenance.runs >= 1 and agent.store._maintenance.last_error is None
+    assert agent.store.maintenance.runs >= 1 and agent.store.maintenance.last_error is None
 
 
 def test_delete_agent_drops_its_memory_tables() -> None:
@@ -67,7 +67,7 @@ def test_delete_agent_drops_its_memory_tables() -> None:
     call(agent, "archival_insert", content="to vanish")
     say(agent, "user", "also vanishing")
     db = agent.store.db
-    names = [agent.tiers.archival.name, f"recall_vectors_{agent.id}"]
+    names = [archival(agent).table_name, f"recall_vectors_{agent.id}"]
     assert all(db.exists(n) for n in names)
     Agent.delete("gone")
     assert not any(db.exists(n) for n in names)
@@ -79,8 +79,9 @@ def test_counts_shown_to_the_model_are_current() -> None:
     agent = make_agent()
     call(agent, "archival_insert", content="first")
     call(agent, "archival_insert", content="second")
-    assert agent.state.archival_count == 2
+    assert archival(agent).count() == 2
     assert "2" in agent.build_request().system_dynamic
-    pid = agent.tiers.archival.search("first").hits[0].id
-    agent.tiers.archival.delete(pid)
-    assert agent.tiers.refresh_archival_count() == 1
+    pid = archival(agent).search("first").hits[0].id
+    archival(agent).delete(pid)
+    assert archival(agent).count() == 1
+    assert "Passages in archival memory: 1\n" in agent.build_request().system_dynamic

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentos.storage.db import quote
-from tests.memory_helpers import call, make_agent, say
+from tests.memory_helpers import archival, call, make_agent, say
 
 NASTY = [
     "it's",
@@ -33,7 +33,7 @@ def test_queries_and_tags_are_data_not_sql(value: str) -> None:
     text, err = call(agent, "archival_search", query="passage", tags=[value[:64]])
     if len(value[:64]) and "\n" not in value:
         assert not err and text.startswith("No passages"), text  # filtered, never widened
-    assert agent.tiers.archival.count() == 1
+    assert archival(agent).count() == 1
 
 
 @pytest.mark.parametrize("value", NASTY)

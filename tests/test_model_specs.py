@@ -132,7 +132,7 @@ def test_keys_never_reach_agent_state(allow_real_providers: None, monkeypatch: p
     monkeypatch.setenv("OPENAI_API_KEY", "sk-super-secret-123")
     agent = Agent.create("keyless", model="openai/gpt-4.1-mini")
     assert agent.state.model == "openai/gpt-4.1-mini"
-    assert "sk-super-secret" not in agent.state.model_dump_json() and "sk-super-secret" not in repr(agent.provider)
+    assert "sk-super-secret" not in agent.state.snapshot().model_dump_json() and "sk-super-secret" not in repr(agent.provider)
     loaded = Agent.load("keyless")
     assert isinstance(loaded.provider, OpenAIProvider) and loaded.provider.model == "gpt-4.1-mini"
 

@@ -110,7 +110,7 @@ def test_summaries_are_recursive_and_persisted() -> None:
     assert [m.id for m in loaded.context] == [m.id for m in agent.context]
     assert loaded.build_request().messages[0].content == agent.build_request().messages[0].content
     # the calibration to the provider's counts survives too, so a reload does not over-count
-    assert loaded.pager.counts().total == agent.pager.counts().total
+    assert loaded.context_breakdown()["total"] == agent.context_breakdown()["total"]
 
 
 def test_tool_calls_are_never_separated_from_their_results() -> None:
@@ -264,8 +264,8 @@ def test_a_system_prompt_over_the_window_fails_clearly_at_the_start() -> None:
     assert len(events) == 1 and isinstance(events[0], TurnFailed)
     assert events[0].steps == 0 and "system prompt alone takes" in events[0].error
     assert f"context window of {WINDOW:,} tokens" in events[0].error
-    assert agent.context == [] and provider.requests == []
-    agent.state.settings.context_window = 32_000
+    assert agent.context == () and provider.requests == []
+    agent.update_settings(context_window=32_000)
     assert isinstance(list(agent.turn("hello"))[-1], TurnFinished)
 
 

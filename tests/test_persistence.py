@@ -13,19 +13,20 @@ import pytest
 
 from agentos import Agent
 from agentos.errors import AgentExistsError, AgentNotFoundError, InvalidNameError, StorageError
-from agentos.memory.blocks import Block
+from agentos.blocks import Block
 from agentos.providers import ScriptedProvider, Step
 from agentos.storage.schemas import MESSAGES, schema_version
+from tests.memory_helpers import archival
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def snapshot(agent: Agent) -> dict:
     return {
-        "blocks": [b.model_dump() for b in agent.memory],
+        "blocks": [b.model_dump() for b in agent.blocks],
         "context": [m.model_dump(mode="json") for m in agent.context],
         "message_count": agent.state.message_count,
-        "archival_count": agent.state.archival_count,
+        "archival_count": archival(agent).count(),
         "rev": agent.state.rev,
         "last_edit": agent.state.last_memory_edit_at.isoformat() if agent.state.last_memory_edit_at else None,
     }
@@ -43,6 +44,7 @@ def test_resume_in_a_fresh_process_has_the_same_blocks_context_and_counts(agento
     list(agent.turn("I'm Ada"))
     list(agent.turn("I like tea"))
     expected = snapshot(agent)
+    agent.close()  # another process may open it now
 
     script = textwrap.dedent(
         """
@@ -116,9 +118,9 @@ def test_state_is_saved_after_every_step() -> None:
         if usage_events == 2:  # the second model call has answered: step one is saved
             break
     # a second process would now see the first step: the tool call and its result
-    mid = Agent.load("sam", provider=ScriptedProvider([]), store=agent.store)
+    mid = Agent.load("sam", store=agent.store, read_only=True)
     assert [m.role for m in mid.context] == ["user", "assistant", "tool"]
-    assert "A" in mid.memory.get("human").value
+    assert "A" in mid.block("human").value
     list(turn)
     assert [m.role for m in Agent.load("sam", provider=ScriptedProvider([])).context] == [
         "user", "assistant", "tool", "assistant"]
@@ -127,7 +129,7 @@ def test_state_is_saved_after_every_step() -> None:
 def test_loading_never_fails_because_a_block_is_over_its_limit() -> None:
     agent = Agent.create("sam", provider=ScriptedProvider([]), blocks=[Block(label="notes", value="x" * 50, limit=10)])
     loaded = Agent.load("sam", provider=ScriptedProvider([]))
-    assert loaded.memory.get("notes").value == "x" * 50
+    assert loaded.block("notes").value == "x" * 50
     assert agent.id == loaded.id
 
 
@@ -136,7 +138,7 @@ def test_a_missing_message_is_repaired_on_load() -> None:
     agent = Agent.create("sam", provider=provider)
     list(agent.turn("go"))
     tool_result = agent.context[2]
-    agent.flush()
+    agent.save()
     agent.store.db.table("messages").delete(f"id = '{tool_result.id}'")  # as if a crash lost it
     loaded = Agent.load("sam", provider=ScriptedProvider(["fine"]))
     assert [m.role for m in loaded.context] == ["user", "assistant", "tool", "assistant"]
@@ -176,7 +178,7 @@ def test_compaction_keeps_every_message_and_state() -> None:
     agent = Agent.create("sam", provider=ScriptedProvider(["r"] * 30))
     for i in range(30):
         list(agent.turn(f"m{i}"))
-        agent.flush()  # one commit per turn, as a slow model would cause
+        agent.save()  # one commit per turn, as a slow model would cause
     before = agent.store.db.table("messages").stats()["fragment_stats"]["num_fragments"]
     agent.store.compact()
     assert agent.store.count_messages(agent.id) == 60
@@ -188,8 +190,8 @@ def test_compaction_keeps_every_message_and_state() -> None:
 
 
 def test_steps_are_written_when_a_process_exits_without_closing(agentos_home: Path) -> None:
-    """The store writes in the background; a script that just ends must still save, and exit promptly."""
-    Agent.create("sam", provider=ScriptedProvider([]))
+    """A script that just ends has saved every step, gives the agent back, and exits promptly."""
+    Agent.create("sam", provider=ScriptedProvider([])).close()
     script = textwrap.dedent(
         """
         import sys

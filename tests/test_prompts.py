@@ -9,7 +9,7 @@ import pytest
 from agentos import Agent
 from agentos.agent.state import AgentSettings
 from agentos.errors import ConfigError
-from agentos.memory.blocks import Block
+from agentos.blocks import Block
 from agentos.providers import ScriptedProvider
 
 
@@ -30,7 +30,7 @@ def test_user_prompt_directory_overrides_templates(tmp_path: Path) -> None:
     agent = Agent.create("sam", provider=ScriptedProvider([]), settings=AgentSettings(prompt_dir=str(tmp_path)))
     prompt = agent.system_prompt()
     assert prompt.startswith("You are Pirate Bot. Arr.\n\n<memory_blocks>")
-    assert agent.memory.get("human").value == "A landlubber."
+    assert agent.block("human").value == "A landlubber."
     assert "<memory_metadata>" in prompt  # templates it does not override come from the built-ins
 
 

@@ -236,7 +236,7 @@ def test_agent_turn_edits_core_memory_end_to_end() -> None:
     agent = Agent.create("an", provider=provider)
     events = list(agent.turn("I like tea"))
     assert isinstance(events[-1], TurnFinished) and events[-1].reply.content == "Noted."
-    assert "Likes tea." in agent.blocks["human"].value
+    assert "Likes tea." in agent.block("human").value
     second = api.body(1)
     assert second["messages"][-2]["content"][0]["type"] == "tool_use"
     result = second["messages"][-1]["content"][0]

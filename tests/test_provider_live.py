@@ -22,4 +22,4 @@ def test_live_memory_turn(live_key, variable: str, spec: str) -> None:  # type: 
     agent = Agent.create("live", provider=resolve_model(spec), human="Nothing is known about the user yet.")
     events = list(agent.turn("Hi! My name is Ada Lovelace. Please save my name to your core memory."))
     assert isinstance(events[-1], TurnFinished), events[-1]
-    assert "Ada" in agent.blocks["human"].value
+    assert "Ada" in agent.block("human").value

@@ -274,7 +274,7 @@ def test_agent_turn_edits_core_memory_end_to_end() -> None:
     agent = Agent.create("oa", provider=provider)
     events = list(agent.turn("I like tea"))
     assert isinstance(events[-1], TurnFinished) and events[-1].reply.content == "Noted: you like tea."
-    assert "Likes tea." in agent.blocks["human"].value
+    assert "Likes tea." in agent.block("human").value
     second = api.body(1)["messages"]
     assert second[-2]["tool_calls"][0]["function"]["name"] == "core_memory_append"
     assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "call_1"

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from agentos.providers.scripted import ScriptedProvider, Step
-from tests.memory_helpers import call, day, make_agent, say
+from tests.memory_helpers import call, day, make_agent, recall, say
 
 
 @pytest.mark.parametrize("embedder", ["none", "hash:64"])
@@ -33,7 +33,7 @@ def test_hybrid_uses_vectors_and_bm25_alone_does_not() -> None:
         say(agent, "user", "quarterly budget review meeting")
         say(agent, "assistant", "noted")
     # "budget review quarterly" shares words; both find it. A vector table exists only for hybrid.
-    assert hybrid.tiers.recall.vectors is not None and plain.tiers.recall.vectors is None
+    assert recall(hybrid).vectors is not None and recall(plain).vectors is None
     assert "budget" in call(hybrid, "conversation_search", query="budget")[0]
     assert "budget" in call(plain, "conversation_search", query="budget")[0]
 
@@ -65,7 +65,7 @@ def test_tool_traffic_and_own_search_calls_are_left_out() -> None:
     agent.provider = provider
     events = list(agent.turn("tell me about the zebra"))
     assert events
-    page = agent.tiers.recall.search("zebra")
+    page = recall(agent).search("zebra")
     roles = sorted(h.role for h in page.hits)
     assert roles == ["assistant", "user"]  # not the tool call, not its result
     assert all("conversation_search" not in h.text for h in page.hits)

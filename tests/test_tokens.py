@@ -13,14 +13,13 @@ from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
 from agentos.messages import Message, ToolCall
 from agentos.providers import ScriptedProvider
+from agentos.providers.models import context_window_for
 from agentos.tokens import (
-    DEFAULT_CONTEXT_WINDOW,
     MESSAGE_OVERHEAD,
     EstimateCounter,
     TiktokenCounter,
     count_message,
     counter_for,
-    known_context_window,
     local_tiktoken,
 )
 
@@ -29,17 +28,15 @@ def test_estimator_is_conservative_until_calibrated() -> None:
     counter = EstimateCounter()
     assert counter.count("") == 0
     assert counter.count("x" * 400) == 130  # bytes/4 x 1.3
-    counter.calibrate(4000, 1000)
+    counter = counter.recalibrated(4000, 1000)
     assert counter.count("x" * 400) == 100
-    counter.calibrate(4000, 2000)  # later reports are averaged in
+    counter = counter.recalibrated(4000, 2000)  # later reports are averaged in
     assert counter.count("x" * 400) == 150
 
 
 def test_estimator_ignores_tiny_or_empty_samples() -> None:
-    counter = EstimateCounter()
-    counter.calibrate(50, 40)
-    counter.calibrate(5000, 0)
-    assert counter.count("x" * 400) == 130
+    counter = EstimateCounter().recalibrated(50, 40).recalibrated(5000, 0)
+    assert counter.count("x" * 400) == 130 and not counter.calibrated
 
 
 def test_estimator_counts_bytes_not_characters() -> None:
@@ -101,22 +98,24 @@ def test_tiktoken_is_used_only_when_its_encoding_is_cached(monkeypatch: pytest.M
     assert isinstance(counter_for("openai/gpt-4o"), EstimateCounter)
 
 
-def test_known_windows_by_family() -> None:
-    assert known_context_window("openai/gpt-4o-mini") == 128_000
-    assert known_context_window("openai/gpt-4.1-mini") == 1_047_576
-    assert known_context_window("gpt-4") == 8_192
-    assert known_context_window("anthropic/claude-sonnet-4-5") == 200_000
-    assert known_context_window("acme/unknown-model") is None
+def test_one_catalogue_gives_every_window() -> None:
+    assert context_window_for("openai/gpt-4o-mini") == 128_000
+    assert context_window_for("openai/gpt-4.1-mini") == 1_047_576
+    assert context_window_for("openai/gpt-4") == 8_192
+    assert context_window_for("anthropic/claude-sonnet-4-5") == 200_000
+    assert context_window_for("ollama/llama3.1") == 4096  # what Ollama serves by default, not the model's 128k
+    assert context_window_for("scripted/demo") == 8192
+    assert context_window_for("acme/unknown-model") == 32_768  # an unknown model gets the catalogue's default
 
 
-def test_window_override_then_provider_then_family_then_default() -> None:
+def test_window_override_then_provider_then_catalogue() -> None:
     provider = ScriptedProvider(["x"], context_window=50_000)
     agent = Agent.create("w1", provider=provider, settings=AgentSettings(context_window=4096))
-    assert agent.pager.window == 4096
+    assert agent.pager.window == agent.window == 4096
     agent = Agent.create("w2", provider=provider)
     assert agent.pager.window == 50_000
     provider.context_window = 0
     agent = Agent.create("w3", model="anthropic/claude-x", provider=provider)
     assert agent.pager.window == 200_000
     agent = Agent.create("w4", model="acme/thing", provider=provider)
-    assert agent.pager.window == DEFAULT_CONTEXT_WINDOW
+    assert agent.pager.window == 32_768

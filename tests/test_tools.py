@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentos.blocks import Block
 from agentos.errors import ToolDefinitionError, ToolError
 from agentos.messages import ToolCall
 from agentos.tools import ToolContext, ToolRegistry, tool
@@ -50,8 +51,23 @@ def chatty(size: int) -> str:
     return "x" * size
 
 
+class NoMemory:
+    """A memory interface for tools that use none."""
+
+    def block(self, label: str) -> Block:
+        return Block(label=label, value=f"value of {label}")
+
+    def append_block(self, label: str, content: str) -> Block:
+        raise AssertionError("not used")
+
+    replace_block = append_block
+
+    def tier(self, kind: type) -> object:
+        raise AssertionError("not used")
+
+
 def run(registry: ToolRegistry, name: str, arguments: str):
-    return registry.execute(ToolCall(id="c1", name=name, arguments=arguments), ToolContext(agent=None))
+    return registry.execute(ToolCall(id="c1", name=name, arguments=arguments), ToolContext(memory=NoMemory()))
 
 
 @pytest.fixture
@@ -164,12 +180,12 @@ def test_context_parameter_is_hidden_from_the_schema() -> None:
         Args:
             prefix: Text before the name.
         """
-        return f"{prefix} {ctx.agent} {ctx.call_id}"
+        return f"{prefix} {ctx.memory.block('human').value} {ctx.call_id}"
 
     assert list(whoami.parameters["properties"]) == ["prefix"]
     out = ToolRegistry([whoami]).execute(ToolCall(id="c9", name="whoami", arguments='{"prefix": "hi"}'),
-                                         ToolContext(agent="sam", call_id="c9"))
-    assert out.text == "hi sam c9"
+                                         ToolContext(memory=NoMemory(), call_id="c9"))
+    assert out.text == "hi value of human c9"
 
 
 def test_multiline_parameter_descriptions_and_defaults() -> None:

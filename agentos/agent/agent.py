@@ -1,30 +1,54 @@
-"""The Agent: create, load, take turns, and persist after every step."""
+"""The Agent: create, open, take turns, and save after every step.
+
+An Agent opened for writing holds its agent's lease: no other process can write it meanwhile,
+and each save is a compare-and-set on the revision it started from. Opened read-only it never
+writes, needs no model, and works while another process holds the agent.
+"""
 
 from __future__ import annotations
 
 import atexit
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, TypeVar
 
-from agentos.agent.paging import Pager
+from agentos.agent.memory_access import AgentMemory
+from agentos.agent.paging import Pager, PagerView
 from agentos.agent.prompts import PromptRenderer
 from agentos.agent.state import AgentSettings, AgentState, validate_name
-from agentos.errors import AgentExistsError, AgentNotFoundError, AgentOSError
-from agentos.events import Event
-from agentos.memory.blocks import Block, CoreMemory, MemoryEdit
-from agentos.memory.tiers import MemoryTiers
+from agentos.agent.turn_state import Compaction, TurnState
+from agentos.blocks import Block, CoreMemory, MemoryEdit
+from agentos.errors import (
+    AgentDeletedError,
+    AgentExistsError,
+    AgentNotFoundError,
+    AgentOSError,
+    ConfigError,
+    LeaseLostError,
+    ReadOnlyAgentError,
+)
+from agentos.events import Event, MessagesEvicted, Notice, StepSaved
+from agentos.memory.embedders import resolve_embedder
+from agentos.memory.tier import MemoryStats
+from agentos.memory.tiers import Tiers, tier_tables
 from agentos.messages import Message, Usage, utc_now
 from agentos.providers.base import ModelRequest, Provider
+from agentos.providers.models import context_window_for
 from agentos.storage import Store
+from agentos.storage.lease import Lease
+from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool
 from agentos.tools.memory_tools import core_memory_tools
-from agentos.tools.search_tools import search_tools
 from agentos.tools.registry import ToolRegistry
 
 PERSONA_DESCRIPTION = "Who you are: your personality, your role and how you speak."
 HUMAN_DESCRIPTION = "What you know about the user: name, preferences, circumstances. Keep it current."
+RECHECK_LEASE_SECONDS = 2.0  # a turn starting later than this after the last write first re-reads the lease
+
+T = TypeVar("T")
+Progress = Callable[[str, int, int], None]
 
 _stores: dict[str, Store] = {}
 
@@ -54,11 +78,11 @@ def _at_exit(function: Any, *args: Any) -> None:
 
 
 def _close_at_exit(store: Store) -> None:
-    """Write what is still queued when the process ends; say so clearly if that fails."""
+    """Give back this process's leases when it ends, so another process can open its agents at once."""
     try:
         store.close()
     except AgentOSError as exc:
-        print(f"agentos: the last steps could not be saved: {exc}", file=sys.stderr)
+        print(f"agentos: could not release the agents this process held: {exc}", file=sys.stderr)
 
 
 def _store(store: Store | None, home: str | Path | None) -> Store:
@@ -66,43 +90,53 @@ def _store(store: Store | None, home: str | Path | None) -> Store:
 
 
 def _not_found(name: str, store: Store) -> AgentNotFoundError:
-    names = sorted(store.latest_states())
+    names = sorted(store.agent_rows())
     existing = ", ".join(names) if names else "none yet"
     return AgentNotFoundError(
         f'no agent named "{name}". Existing agents: {existing}. Create one with: agentos new {name}'
     )
 
 
+def context_window(settings: AgentSettings, model: str, provider: Provider | None) -> int:
+    """The agent's context window: its setting, else what its provider serves, else the model catalogue's."""
+    return settings.context_window or (provider.context_window if provider else 0) or context_window_for(model)
+
+
+def list_agents(home: str | Path | None = None, store: Store | None = None) -> list[AgentState]:
+    """Every saved agent's state, most recently active first (read-only: works while agents are in use)."""
+    store = _store(store, home)
+    states = [AgentState.model_validate_json(r.state) for r in store.agent_rows().values()]
+    return sorted(states, key=lambda s: s.last_active_at, reverse=True)
+
+
 class Agent:
-    """A persistent agent: core memory, in-context messages, tools and a model."""
+    """A persistent agent: core memory, in-context messages, memory tiers, tools and a model."""
 
     def __init__(
         self,
-        state: AgentState,
+        owner: TurnState,
         store: Store,
-        provider: Provider,
+        provider: Provider | None,
         tools: Iterable[Tool] = (),
-        context: list[Message] | None = None,
+        lease: Lease | None = None,
     ) -> None:
-        self.state = state
+        self._owner = owner
         self.store = store
-        self.provider = provider
-        self.memory = CoreMemory(state.blocks)
-        self.context: list[Message] = context or []
-        self.prompts = PromptRenderer(state.settings.prompt_dir)
-        self.tools = ToolRegistry(core_memory_tools(), output_limit=state.settings.tool_output_limit)
-        self.tiers = MemoryTiers(self)  # recall + archival search (issue 3)
-        for t in search_tools():
-            self.tools.add(t)
-        for t in tools:
-            self.tools.add(t)
-        self.state.tool_names = [t.name for t in self.tools]
-        self._pending: list[tuple[int, Message]] = []
-        self._pending_edits: list[MemoryEdit] = []
-        self._unreported_edits: list[MemoryEdit] = []
+        self._provider = provider
+        self._lease = lease
+        self._extra_tools = list(tools)
+        self.prompts = PromptRenderer(owner.settings.prompt_dir)
+        self.window = context_window(owner.settings, owner.model, provider)
+        self.pager = Pager(owner.model, owner.settings.pager, self.prompts, self.window, provider)
         self.last_usage: Usage | None = None
-        self.context_changed = False  # set by the pager when it evicts or truncates
-        self.pager = Pager(self)
+        self._open_tiers()
+
+    def _open_tiers(self) -> None:
+        self.tiers = Tiers(self.store.db, self.id, self._owner.settings.embedder, writable=not self.read_only,
+                           on_write=self.store.touched)
+        self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools],
+                                  output_limit=self._owner.settings.tool_output_limit)
+        self._owner.set_tool_names([t.name for t in self.tools])
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -121,12 +155,14 @@ class Agent:
         home: str | Path | None = None,
         store: Store | None = None,
     ) -> "Agent":
-        """Create and save a new agent. `provider` overrides the model spec (tests, demos)."""
+        """Create and save a new agent, held for writing by the returned object.
+
+        `provider` overrides the model spec (tests, demos)."""
         from agentos.providers.registry import resolve_model
 
         validate_name(name)
         store = _store(store, home)
-        if store.load_state(name) is not None:
+        if store.agent_row(name) is not None:
             raise AgentExistsError(f'an agent named "{name}" already exists. Pick another name or delete it first.')
         settings = settings or AgentSettings()
         prompts = PromptRenderer(settings.prompt_dir)
@@ -145,9 +181,9 @@ class Agent:
         ]
         CoreMemory(all_blocks)  # rejects duplicate labels before anything is saved
         state = AgentState(name=name, model=model, blocks=all_blocks, settings=settings)
-        agent = cls(state, store, provider, tools)
-        agent._commit()
-        store.flush()
+        lease = Lease(agent_id=state.id, name=name)
+        agent = cls(TurnState(state, []), store, provider, tools, lease)
+        store.create_agent(name, state.id, agent._owner.snapshot().model_dump_json(), lease)
         return agent
 
     @classmethod
@@ -159,152 +195,253 @@ class Agent:
         tools: Iterable[Tool] = (),
         home: str | Path | None = None,
         store: Store | None = None,
+        read_only: bool = False,
+        with_model: bool = True,
     ) -> "Agent":
-        """Load a saved agent with exactly the context it had."""
+        """Open a saved agent with exactly the context it had.
+
+        For writing (the default) it takes the agent's lease: AgentBusyError names the process that
+        holds it. `read_only=True` takes no lease. Without `provider`, the agent's model is set up,
+        unless it is read-only or `with_model=False` (to change its memory without calling a model)."""
         from agentos.agent.context import repair_context
         from agentos.providers.registry import resolve_model
 
         validate_name(name)
         store = _store(store, home)
-        row = store.load_state(name)
+        lease = None if read_only else Lease(agent_id="", name=name)
+        try:
+            row = store.agent_row(name) if lease is None else store.open_agent(
+                name, lease, action="it cannot be opened for writing",
+                hint="Finish that session first (read-only commands such as agentos show keep working).")
+        except KeyError:
+            row = None
         if row is None:
             raise _not_found(name, store)
-        state = AgentState.model_validate_json(row["state"])
+        state = AgentState.model_validate_json(row.state)
+        state.rev = row.rev
+        if lease is not None:
+            discarded = store.discard_uncommitted(state.id, state.message_count, state.rev)
         messages = store.get_messages(state.id, state.in_context_ids)
-        context = repair_context(messages)
-        stored = store.count_messages(state.id)
-        state.message_count = max(state.message_count, stored)
-        if provider is None:
+        if provider is None and with_model and not read_only:
             provider = resolve_model(state.model, context_window=state.settings.context_window)
-        return cls(state, store, provider, tools, context)
+        agent = cls(TurnState(state, repair_context(messages)), store, provider, tools, lease)
+        if lease is not None and discarded:
+            agent.tiers.discard(discarded)
+        return agent
+
+    list = staticmethod(list_agents)
 
     @staticmethod
-    def list(home: str | Path | None = None, store: Store | None = None) -> list[AgentState]:
-        """Every saved agent's state, most recently active first."""
-        store = _store(store, home)
-        states = [AgentState.model_validate_json(r["state"]) for r in store.latest_states().values()]
-        return sorted(states, key=lambda s: s.last_active_at, reverse=True)
-
-    @staticmethod
-    def delete(name: str, home: str | Path | None = None, store: Store | None = None) -> None:
-        """Delete an agent and everything it remembers."""
+    def delete(name: str, home: str | Path | None = None, store: Store | None = None, *, force: bool = False) -> None:
+        """Delete an agent and everything it remembers. An agent another process holds is refused unless `force`;
+        that process then stops saving, and never writes the agent back."""
         validate_name(name)
         store = _store(store, home)
-        row = store.load_state(name)
+        row = store.agent_row(name)
         if row is None:
             raise _not_found(name, store)
-        store.delete_agent(name, row["agent_id"])
+        lease = None
+        if not force:
+            lease = Lease(agent_id=row.agent_id, name=name)
+            store.open_agent(name, lease, action="it cannot be deleted",
+                             hint=f"Finish that session first, or delete it anyway with: agentos delete {name} --force")
+        store.delete_agent(row.agent_id, name, lease, tier_tables(row.agent_id))
 
     # -- properties --------------------------------------------------------------------------
 
     @property
+    def state(self) -> TurnState:
+        """The agent's state (its one owner): context, summary, blocks, counters. Read it; turns change it."""
+        return self._owner
+
+    @property
     def name(self) -> str:
-        return self.state.name
+        return self._owner.name
 
     @property
     def id(self) -> str:
-        return self.state.id
+        return self._owner.id
 
     @property
-    def blocks(self) -> dict[str, Block]:
-        return self.memory.blocks
+    def model(self) -> str:
+        return self._owner.model
+
+    @property
+    def settings(self) -> AgentSettings:
+        return self._owner.settings
+
+    @property
+    def context(self) -> tuple[Message, ...]:
+        return self._owner.context
+
+    @property
+    def blocks(self) -> list[Block]:
+        """Copies of the core memory blocks, in display order."""
+        return self._owner.blocks()
+
+    def block(self, label: str) -> Block:
+        return self._owner.block(label)
+
+    @property
+    def read_only(self) -> bool:
+        return self._lease is None
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            raise ConfigError(f'agent "{self.name}" was opened without a model, so it cannot take turns.')
+        return self._provider
+
+    @provider.setter
+    def provider(self, provider: Provider) -> None:
+        """Talk to another model from the next call on (the window stays the agent's)."""
+        self._provider = provider
+        self.pager.provider = provider
+
+    def update_settings(self, **changes: Any) -> AgentSettings:
+        """Change settings (validated; saved with the next step), e.g. `update_settings(context_window=32_000)`."""
+        settings = self._owner.update_settings(**changes)
+        self.window = context_window(settings, self.model, self._provider)
+        self.pager = Pager(self.model, settings.pager, self.prompts, self.window, self._provider)
+        self.tools.output_limit = settings.tool_output_limit
+        return settings
+
+    def tier(self, kind: type[T]) -> T:
+        """The agent's memory tier of this kind, for example `tier(ArchivalTier)`."""
+        return self.tiers.get(kind)
+
+    def memory_edits(self) -> list[MemoryEdit]:
+        """The core memory edit log, oldest first (edits of steps that were never saved are left out)."""
+        return self.store.memory_edits(self.id, up_to_rev=self._owner.rev)
 
     # -- the turn ----------------------------------------------------------------------------
 
-    def turn(self, text: str) -> Iterator[Event]:
-        """Take one user message and yield events until the reply (or a failure)."""
+    def turn(self, text: str) -> Generator[Event, None, None]:
+        """Take one user message and yield events until the reply (or a failure).
+
+        Close the generator to cancel: the agent is left consistent and saved."""
         from agentos.agent.loop import run_turn
 
         return run_turn(self, text)
 
     def build_request(self) -> ModelRequest:
-        """The request for the next model call: system prompt, in-context messages, tools."""
-        dynamic = self.prompts.dynamic(
-            self.memory,
-            now=utc_now(),
-            last_edit=self.state.last_memory_edit_at,
-            recall_count=self.state.message_count,
-            archival_count=self.state.archival_count,
-            hidden_count=max(0, self.state.message_count - len(self.context)),
-        )
-        summary = self.pager.summary_message()
+        """The request for the next model call: system prompt, summary, in-context messages, tools."""
+        owner = self._owner
+        stats = MemoryStats(message_count=owner.message_count, hidden_count=owner.hidden_count)
+        dynamic = self.prompts.dynamic(owner.blocks_view(), now=utc_now(), last_edit=owner.last_memory_edit_at,
+                                       tier_lines=self.tiers.metadata(stats))
+        summary = self.prompts.summary_message(owner.summary, owner.hidden_count)
         return ModelRequest(
             system_static=self.prompts.static(),
             system_dynamic=dynamic,
-            messages=([summary] if summary else []) + list(self.context),
+            messages=([summary] if summary else []) + list(owner.context),
             tools=list(self.tools),
         )
 
+    def pager_view(self, request: ModelRequest | None = None) -> PagerView:
+        owner = self._owner
+        return PagerView(request=request or self.build_request(), context=owner.context, summary=owner.summary,
+                         message_count=owner.message_count, alerted=owner.alerted, calibration=owner.calibration)
+
+    def tool_context(self, call_id: str | None) -> ToolContext:
+        """What a tool call of this agent runs with: its memory, recording edits under the call's id."""
+        return ToolContext(memory=AgentMemory(self._owner, self.tiers, call_id), call_id=call_id)
+
     def compact(self) -> list[Event]:
         """Summarize and evict every message the pager may evict now, and save."""
-        events = list(self.pager.compact("manual"))
-        self.save()
-        return events
+        self.check_writable()
+        result = self.pager.compact(self.pager_view(), "manual")
+        if isinstance(result, Notice):
+            return [result]
+        self._owner.apply(result)
+        saved = self.save()
+        return [result.event, *([saved] if saved else [])]
+
+    def apply(self, compaction: Compaction) -> MessagesEvicted:
+        """Apply a compaction the pager planned (the loop does this before a call)."""
+        self._owner.apply(compaction)
+        return compaction.event
 
     def context_breakdown(self) -> dict[str, Any]:
         """Tokens per part of the next request (system, memory, tools, summary, messages) and the window."""
-        return self.pager.breakdown()
+        return self.pager.breakdown(self.pager_view(), self.last_usage.input_tokens if self.last_usage else None)
 
     def system_prompt(self) -> str:
         """The full system prompt the model would see now."""
         return self.build_request().system
 
-    # -- changes made during a step ----------------------------------------------------------
+    # -- history and memory ------------------------------------------------------------------
 
-    def append(self, message: Message) -> None:
-        """Add a message to the context; it is written to recall at the end of the step."""
-        self._pending.append((self.state.message_count, message))
-        self.state.message_count += 1
-        self.context.append(message)
+    def add_history(self, messages: Iterable[Message], in_context: int = 0) -> StepSaved | None:
+        """Save messages to recall in one step; the last `in_context` of them also join the context
+        (imports, evaluations, benchmarks)."""
+        self.check_writable()
+        self._owner.add_history(list(messages), in_context)
+        return self.save()
 
-    def record_memory_edit(self, edit: MemoryEdit) -> None:
-        """Called by memory tools after a block changed."""
-        self.state.last_memory_edit_at = edit.at
-        self._pending_edits.append(edit)
-        self._unreported_edits.append(edit)
+    def reindex(self, spec: str, progress: Progress | None = None) -> dict[str, int]:
+        """Re-embed every tier with embedder `spec` and make it the agent's embedder; counts by tier."""
+        self.check_writable()
+        embedder = resolve_embedder(spec)
+        _ = embedder.dim  # an unreachable service fails here, before anything changes
+        self.store.wait_for_maintenance()
+        report = progress or (lambda what, done, total: None)
+        counts = {tier.name: tier.reindex(embedder, report) for tier in self.tiers}
+        self._owner.update_settings(embedder=spec)
+        self._open_tiers()
+        self.save()
+        return counts
 
-    def take_edit_reports(self) -> list[MemoryEdit]:
-        edits, self._unreported_edits = self._unreported_edits, []
-        return edits
+    # -- saving ------------------------------------------------------------------------------
 
-    @property
-    def has_pending(self) -> bool:
-        """Whether anything changed since the last save (messages, edits, or the context itself)."""
-        return bool(self._pending or self._pending_edits or self.context_changed)
+    def check_writable(self) -> None:
+        """Raise unless this object may write the agent now: opened for writing, and its lease still held."""
+        lease = self._lease
+        if lease is None:
+            raise ReadOnlyAgentError(f'agent "{self.name}" was opened read-only; open it for writing to change it.')
+        if lease.lost:
+            raise lease.lost
+        if lease.released:
+            self._reopen(lease)
+        elif time.monotonic() - lease.confirmed > RECHECK_LEASE_SECONDS:
+            self.store.agents.confirm(lease)
 
-    def _commit(self) -> None:
-        """Hand the step to the store's writer: new messages, memory edits and state.
+    def _reopen(self, lease: Lease) -> None:
+        """Take the lease again after `close()`, if nothing changed the agent meanwhile."""
+        row = self.store.open_agent(self.name, lease, action="this closed Agent cannot write it again")
+        if row.rev != self._owner.rev:
+            self.store.release(lease)
+            lease.lost = LeaseLostError(f'agent "{self.name}" changed since this Agent object was closed; '
+                                        f"open it again to continue from what was saved.")
+            raise lease.lost
 
-        The writer owns the rows from here on (it retries failures), so pending is cleared
-        even when the store reports an earlier failed write.
-        """
-        self.state.in_context_ids = [m.id for m in self.context]
-        self.state.blocks = list(self.memory)
-        self.state.last_active_at = utc_now()
-        self.state.rev += 1
-        messages, edits = self._pending, self._pending_edits
-        self._pending, self._pending_edits, self.context_changed = [], [], False
-        self.store.commit_step(
-            name=self.state.name,
-            agent_id=self.state.id,
-            rev=self.state.rev,
-            state_json=self.state.model_dump_json(),
-            messages=messages,
-            edits=edits,
-            extra=self.tiers.commit_extra(messages),
-        )
+    def save(self) -> StepSaved | None:
+        """Commit what changed since the last save, as one step; None when nothing did.
 
-    def save(self) -> None:
-        """Persist now (the loop does this after every step)."""
-        self._commit()
-
-    def flush(self) -> None:
-        """Wait until everything this agent did is on disk."""
-        if self.has_pending:
-            self._commit()
-        self.store.flush()
+        Raises StorageError (nothing is lost: the next save writes it) or LeaseLostError."""
+        if not self._owner.has_changes:
+            return None
+        self.check_writable()
+        assert self._lease is not None
+        step, state_json, ids = self._owner.prepare_save(self.tiers.after_step)
+        try:
+            self.store.write_step(self.id, self._lease, step, state_json)
+        except AgentDeletedError:
+            self.store.purge(self.id, tier_tables(self.id))  # what this step wrote before it found out
+            raise
+        self._owner.saved(step)
+        return StepSaved(rev=step.rev, message_ids=ids)
 
     def close(self) -> None:
-        """Save anything unsaved and let background maintenance finish."""
-        self.flush()
-        self.store.wait_for_maintenance()
+        """Save anything unsaved, give the agent back so other processes can open it, and let maintenance finish."""
+        lease = self._lease
+        if lease is None or lease.lost:
+            return
+        try:
+            if self._owner.has_changes:
+                self.save()
+        finally:
+            if not lease.released and not lease.lost:
+                self.store.release(lease)
+            self.store.wait_for_maintenance()
+

@@ -1,15 +1,16 @@
-"""The turn loop: model calls until a reply with no tool calls, bounded by max_steps."""
+"""The turn loop: model calls until a reply with no tool calls, bounded by max_steps; each step is saved."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Generator
 
-from agentos.agent.context import unanswered_calls
-from agentos.errors import AgentOSError, ContextOverflowError
+from agentos.agent.turn_state import Compaction
+from agentos.errors import AgentOSError, ContextOverflowError, LeaseLostError
 from agentos.events import (
     Event,
     MemoryEdited,
     Notice,
+    ReplyIncomplete,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -18,11 +19,18 @@ from agentos.events import (
     UsageReported,
 )
 from agentos.messages import Message, ToolCall, Usage
-from agentos.providers.base import StreamText, StreamToolCall, StreamUsage
-from agentos.tools.decorator import ToolContext
+from agentos.providers.base import StreamDone, StreamText, StreamToolCall, StreamUsage
 
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
+
+# How a model's answer can end without being a complete reply, and what the user is told.
+INCOMPLETE = {
+    "max_tokens": "the reply was cut off: the model reached its output limit (max_tokens)",
+    "refusal": "the model refused to answer",
+    "no_finish_reason": "the model's stream ended without saying it was finished; the reply may be incomplete",
+    "other": "the model stopped for an unexpected reason; the reply may be incomplete",
+}
 
 
 def _failure(exc: BaseException, steps: int) -> TurnFailed:
@@ -31,26 +39,42 @@ def _failure(exc: BaseException, steps: int) -> TurnFailed:
     return TurnFailed(error=text, kind=kind, steps=steps)
 
 
-def run_turn(agent: "Agent", text: str) -> Iterator[Event]:
+def run_turn(agent: "Agent", text: str) -> Generator[Event, None, None]:
     """Run one user turn and yield its events.
 
-    Whatever happens (a provider error, a storage error, Ctrl-C, the consumer closing the
-    generator), the agent is left consistent: no tool call without a result, and every
-    finished message saved or still pending for the next save.
+    Every step (a model call and the tool calls it asked for) is saved before the next begins,
+    and a failed save ends the turn with that error. Whatever happens (a provider error, Ctrl-C,
+    the consumer closing the generator), the agent is left consistent: no tool call without a
+    result, and everything finished saved, or kept for the next save if saving failed.
     """
-    too_large = agent.pager.preflight()
+    try:
+        agent.check_writable()
+    except AgentOSError as exc:
+        yield _failure(exc, 0)
+        return
+    owner = agent.state
+    too_large = agent.pager.preflight(agent.build_request(), owner.calibration)
     if too_large:
         yield TurnFailed(error=too_large, kind="ContextOverflowError", steps=0)
         return
-    agent.append(Message.user(text))
+    owner.append(Message.user(text))
+    settings = owner.settings
     total = Usage()
     steps = 0
     try:
-        while steps < agent.state.settings.max_steps:
+        while steps < settings.max_steps:
             steps += 1
-            yield from agent.pager.before_call()
+            decision = agent.pager.before_call(agent.pager_view())
+            owner.set_alerted(decision.alerted)
+            if decision.alert is not None:
+                owner.append(decision.alert)
+            if decision.notice is not None:
+                yield decision.notice
+            if decision.compaction is not None:
+                yield agent.apply(decision.compaction)
             parts: list[str] = []
             calls: list[ToolCall] = []
+            stop: str | None = None
             overflows = 0
             while True:
                 request = agent.build_request()
@@ -64,49 +88,58 @@ def run_turn(agent: "Agent", text: str) -> Iterator[Event]:
                         elif isinstance(event, StreamUsage):
                             total = total + event.usage
                             agent.last_usage = event.usage
-                            agent.pager.observe(request, event.usage)
+                            owner.calibrate(agent.pager.observe(request, event.usage, owner.calibration))
                             yield UsageReported(usage=event.usage)
+                        elif isinstance(event, StreamDone):
+                            stop = event.stop_reason
                     break
                 except ContextOverflowError as exc:
                     overflows += 1
-                    if parts or calls or overflows > agent.state.settings.pager.overflow_retries:
+                    if parts or calls or overflows > settings.pager.overflow_retries:
                         yield _failure(exc, steps)
                         return
                     yield Notice(text=f"the model rejected the request as too long; compacting and retrying "
-                                 f"({overflows}/{agent.state.settings.pager.overflow_retries})")
-                    yield from agent.pager.compact("overflow", attempt=overflows)
+                                 f"({overflows}/{settings.pager.overflow_retries})")
+                    compaction = agent.pager.compact(agent.pager_view(request), "overflow", attempt=overflows)
+                    yield agent.apply(compaction) if isinstance(compaction, Compaction) else compaction
                 except Exception as exc:  # noqa: BLE001 - a provider failure ends the turn, not the agent
                     yield _failure(exc, steps)
                     return
+            stop = stop or "no_finish_reason"
             reply = Message.assistant("".join(parts), calls)
-            agent.append(reply)
+            owner.append(reply)
+            if stop in INCOMPLETE:
+                yield ReplyIncomplete(reason=stop, detail=INCOMPLETE[stop])  # type: ignore[arg-type]
             for call in calls:
                 yield ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments)
-                outcome = agent.tools.execute(call, ToolContext(agent=agent, call_id=call.id))
-                agent.append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
-                for edit in agent.take_edit_reports():
+                outcome = agent.tools.execute(call, agent.tool_context(call.id))
+                owner.append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
+                for edit in owner.take_edit_reports():
                     yield MemoryEdited(
                         label=edit.label, old_value=edit.old_value, new_value=edit.new_value, tool_call_id=call.id
                     )
                 yield ToolCallFinished(call_id=call.id, name=call.name, result=outcome.text, is_error=outcome.is_error)
             try:
-                agent.save()
+                saved = agent.save()
             except AgentOSError as exc:
                 yield _failure(exc, steps)
                 return
+            if saved is not None:
+                yield saved
             if not calls:
-                yield TurnFinished(reply=reply, steps=steps, usage=total)
+                yield TurnFinished(reply=reply, steps=steps, usage=total, stop_reason=stop)
                 return
         yield TurnFailed(
-            error=f"stopped after {steps} steps without a final reply (max_steps={agent.state.settings.max_steps}).",
+            error=f"stopped after {steps} steps without a final reply (max_steps={settings.max_steps}).",
             kind="MaxStepsExceeded",
             steps=steps,
         )
     finally:
-        for result in unanswered_calls(agent.context):
-            agent.append(result)
-        if agent.has_pending:
+        owner.close_open_calls()
+        if owner.has_changes:
             try:
                 agent.save()
+            except LeaseLostError:
+                pass  # this session may not write the agent any more; the turn already said why
             except AgentOSError:
-                pass  # still pending in memory; the next save writes it
+                pass  # kept in memory; the next save writes it

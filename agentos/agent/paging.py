@@ -1,4 +1,8 @@
-"""Carries out the pager's plans for one agent: counts, the pressure alert, summaries, eviction."""
+"""Carries out the pager's plans for one agent: counts, the pressure alert, summaries, eviction.
+
+It reads the agent through a `PagerView` and returns what to change (an alert to append, a
+`Compaction`, a new `Calibration`); the agent's `TurnState` applies it. It never touches the agent.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,42 @@ import json
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from dataclasses import dataclass
+from typing import Any
 
-from agentos.events import Event, MessagesEvicted, Notice
+from agentos.agent.prompts import SUMMARY_ID, PromptRenderer
+from agentos.agent.state import PagerSettings
+from agentos.agent.turn_state import Calibration, Compaction
+from agentos.events import MessagesEvicted, Notice
 from agentos.messages import Message, Usage
 from agentos.pager import Budget, Counts, Plan, Reason, plan
 from agentos.providers.base import ModelRequest, Provider, complete
-from agentos.tokens import (
-    DEFAULT_CONTEXT_WINDOW,
-    EstimateCounter,
-    MessageSizes,
-    MESSAGE_OVERHEAD,
-    count_message,
-    counter_for,
-    known_context_window,
-)
+from agentos.tokens import MESSAGE_OVERHEAD, EstimateCounter, MessageSizes, TokenCounter, count_message, counter_for
 
-if TYPE_CHECKING:
-    from agentos.agent.agent import Agent
-
-SUMMARY_ID = "summary"
 LINE_LIMIT = 2000  # characters of one message in the summarizer's transcript
 _MARKER = re.compile(r"\[(\d+) earlier messages were removed from context without a summary[^\]]*\]\s*$")
+
+
+@dataclass(frozen=True)
+class PagerView:
+    """What the pager reads of an agent for one decision."""
+
+    request: ModelRequest  # the request the agent would send now (summary first, then the context)
+    context: tuple[Message, ...]
+    summary: str
+    message_count: int
+    alerted: bool
+    calibration: Calibration
+
+
+@dataclass(frozen=True)
+class BeforeCall:
+    """The pager's decision before a model call: the pressure flag, and an alert or a compaction."""
+
+    alerted: bool
+    alert: Message | None = None
+    notice: Notice | None = None
+    compaction: Compaction | None = None
 
 
 def _marker(previous: str, count: int, limit_chars: int) -> str:
@@ -63,49 +81,37 @@ def _call(provider: Provider, request: ModelRequest, timeout: float) -> str:
 
 
 class Pager:
-    """One agent's pager: counts its context, alerts under pressure and compacts."""
+    """One agent's pager: counts its context, alerts under pressure and plans and writes compactions."""
 
-    def __init__(self, agent: "Agent") -> None:
-        self.agent = agent
-        self.counter = counter_for(agent.state.model)
-        self.sizes = MessageSizes(self.counter)
+    def __init__(self, model: str, settings: PagerSettings, prompts: PromptRenderer, window: int,
+                 provider: Provider | None = None) -> None:
+        self.settings = settings
+        self.prompts = prompts
+        self.window = window
+        self.provider = provider  # the agent's model: the summarizer unless one is set or configured
         self.summarizer: Provider | None = None
-        self.offset = agent.state.token_offset  # provider-reported minus estimated tokens of the last request
-        if agent.state.token_ratio and isinstance(self.counter, EstimateCounter):
-            self.counter.tokens_per_byte, self.counter.calibrated = agent.state.token_ratio, True
+        self._base = counter_for(model)
+        self.sizes = MessageSizes(self._base)
+        self._counters: dict[float | None, TokenCounter] = {}
         self.seconds = 0.0  # time spent in the pager, summaries included
-        self.compactions = 0
         self._tools_key: tuple[str, ...] | None = None
         self._tools_text = ""
 
     # -- budget and counts ---------------------------------------------------------------------
 
-    @property
-    def settings(self) -> Any:
-        return self.agent.state.settings.pager
-
-    @property
-    def window(self) -> int:
-        """The context window: the agent's override, the provider's, the model family's, or 8k."""
-        return (
-            self.agent.state.settings.context_window
-            or getattr(self.agent.provider, "context_window", 0)
-            or known_context_window(self.agent.state.model)
-            or DEFAULT_CONTEXT_WINDOW
-        )
+    def counter(self, calibration: Calibration) -> TokenCounter:
+        """The token counter under the agent's calibration."""
+        if not isinstance(self._base, EstimateCounter):
+            return self._base
+        ratio = calibration.tokens_per_byte
+        if ratio not in self._counters:
+            self._counters = {ratio: EstimateCounter(ratio)}
+        return self._counters[ratio]
 
     def budget(self) -> Budget:
         s, window = self.settings, self.window
         return Budget(window=window, warn_at=s.warn_at, evict_at=s.evict_at, target=s.target,
                       keep_last=s.keep_last, summary_tokens=max(32, int(window * s.summary_fraction)))
-
-    def summary_message(self) -> Message | None:
-        """The running summary as the first message of the request, if there is one."""
-        if not self.agent.state.summary:
-            return None
-        hidden = max(0, self.agent.state.message_count - len(self.agent.context))
-        text = self.agent.prompts.render("summary_message.j2", summary=self.agent.state.summary, hidden=hidden)
-        return Message(id=SUMMARY_ID, role="user", content=text)
 
     def _tools(self, tools: list[Any]) -> str:
         key = tuple(t.name for t in tools)
@@ -114,124 +120,125 @@ class Pager:
             self._tools_text = json.dumps([t.openai_schema() for t in tools], separators=(",", ":"))
         return self._tools_text
 
-    def counts(self, request: ModelRequest | None = None, *, offset: bool = True, fixed_only: bool = False) -> Counts:
-        """Token counts per part of a request (default: the next one); `fixed_only` skips the messages."""
-        request = request or self.agent.build_request()
+    def counts(self, request: ModelRequest, calibration: Calibration, *, offset: bool = True,
+               fixed_only: bool = False) -> Counts:
+        """Token counts per part of a request; `fixed_only` skips the messages."""
+        counter = self.counter(calibration)
         messages = [] if fixed_only else request.messages
         summary = 0
         if messages and messages[0].id == SUMMARY_ID:
-            summary, messages = self.sizes.tokens(messages[0]), messages[1:]
+            summary, messages = self.sizes.tokens(messages[0], counter), messages[1:]
         return Counts(
-            system=self.counter.count(request.system_static),
-            memory=self.counter.count(request.system_dynamic),
-            tools=self.counter.count(self._tools(request.tools)),
+            system=counter.count(request.system_static),
+            memory=counter.count(request.system_dynamic),
+            tools=counter.count(self._tools(request.tools)),
             summary=summary,
-            messages=tuple(self.sizes.tokens(m) for m in messages),
-            offset=self.offset if offset else 0,
+            messages=tuple(self.sizes.tokens(m, counter) for m in messages),
+            offset=calibration.offset if offset else 0,
         )
 
-    def observe(self, request: ModelRequest, usage: Usage) -> None:
-        """Anchor the estimate to the input tokens the provider reported for `request`."""
+    def observe(self, request: ModelRequest, usage: Usage, calibration: Calibration) -> Calibration:
+        """The calibration that anchors the estimate to the input tokens the provider reported for `request`."""
         started = time.perf_counter()
-        reported = usage.input_tokens
-        if reported > 0:
+        try:
+            reported = usage.input_tokens
+            if reported <= 0:
+                return calibration
             texts = [request.system_static, request.system_dynamic, self._tools(request.tools)]
             nbytes = sum(len(t.encode("utf-8")) for t in texts) + sum(self.sizes.nbytes(m) for m in request.messages)
-            self.counter.calibrate(nbytes, reported - MESSAGE_OVERHEAD * len(request.messages))
-            self.offset = reported - self.counts(request, offset=False).total
-            self.agent.state.token_offset = self.offset
-            if isinstance(self.counter, EstimateCounter):
-                self.agent.state.token_ratio = self.counter.tokens_per_byte
-        self.seconds += time.perf_counter() - started
+            learned = self.counter(calibration).recalibrated(nbytes, reported - MESSAGE_OVERHEAD * len(request.messages))
+            ratio = learned.tokens_per_byte if isinstance(learned, EstimateCounter) and learned.calibrated else None
+            updated = Calibration(ratio, 0)
+            return Calibration(ratio, reported - self.counts(request, updated, offset=False).total)
+        finally:
+            self.seconds += time.perf_counter() - started
 
-    def breakdown(self) -> dict[str, Any]:
+    def breakdown(self, view: PagerView, last_reported: int | None) -> dict[str, Any]:
         """The context by part, in tokens, with the window and thresholds."""
-        c, b = self.counts(), self.budget()
+        c, b = self.counts(view.request, view.calibration), self.budget()
         return {
-            "window": b.window, "counter": self.counter.name, "system": c.system, "memory": c.memory,
-            "tools": c.tools, "summary": c.summary, "messages": sum(c.messages), "message_count": len(c.messages),
-            "correction": c.offset, "total": c.total,
-            "last_reported": self.agent.last_usage.input_tokens if self.agent.last_usage else None,
-            "hidden": max(0, self.agent.state.message_count - len(self.agent.context)),
+            "window": b.window, "counter": self.counter(view.calibration).name, "system": c.system,
+            "memory": c.memory, "tools": c.tools, "summary": c.summary, "messages": sum(c.messages),
+            "message_count": len(c.messages), "correction": c.offset, "total": c.total,
+            "last_reported": last_reported, "hidden": max(0, view.message_count - len(view.context)),
             "warn_at": b.warn_at, "evict_at": b.evict_at, "target": b.target, "keep_last": b.keep_last,
         }
 
     # -- plans ---------------------------------------------------------------------------------
 
-    def preflight(self) -> str | None:
+    def preflight(self, request: ModelRequest, calibration: Calibration) -> str | None:
         """Why no turn can run (the system prompt alone exceeds the window), or None."""
-        c, b = self.counts(fixed_only=True), self.budget()
+        c, b = self.counts(request, calibration, fixed_only=True), self.budget()
         if c.fixed <= b.window:
             return None
         return plan([], Counts(c.system, c.memory, c.tools), b).reason + (
-            ". Shorten the memory blocks, remove tools, or use a model with a larger window."
-        )
+            ". Shorten the memory blocks, remove tools, or use a model with a larger window.")
 
-    def before_call(self) -> Iterator[Event]:
-        """Check the budget before a model call: alert once per pressure episode, evict past the threshold."""
+    def before_call(self, view: PagerView) -> BeforeCall:
+        """Check the budget before a model call: alert once per pressure episode, compact past the threshold."""
         started = time.perf_counter()
-        events: list[Event] = []
         try:
-            state = self.agent.state
-            p = plan(self.agent.context, self.counts(), self.budget(), alerted=state.memory_pressure_alerted)
-            state.memory_pressure_alerted = p.alerted
+            p = plan(view.context, self.counts(view.request, view.calibration), self.budget(), alerted=view.alerted)
             if p.action == "alert":
                 b = self.budget()
-                alert = self.agent.prompts.render(
+                alert = Message.user(self.prompts.render(
                     "pressure_alert.j2", percent=round(100 * p.tokens_before / b.window),
-                    used=f"{p.tokens_before:,}", window=f"{b.window:,}",
-                )
-                self.agent.append(Message.user(alert))
-                events.append(Notice(text=f"memory pressure: {p.tokens_before:,} of {b.window:,} tokens; the agent "
-                                     "was asked to save what matters", data={"tokens": p.tokens_before, "window": b.window}))
-            elif p.action == "evict":
-                events.append(self._apply(p))
+                    used=f"{p.tokens_before:,}", window=f"{b.window:,}"))
+                notice = Notice(text=f"memory pressure: {p.tokens_before:,} of {b.window:,} tokens; the agent "
+                                "was asked to save what matters", data={"tokens": p.tokens_before, "window": b.window})
+                return BeforeCall(alerted=p.alerted, alert=alert, notice=notice)
+            if p.action == "evict":
+                return BeforeCall(alerted=p.alerted, compaction=self._compaction(view, p))
+            return BeforeCall(alerted=p.alerted)
         finally:
             self.seconds += time.perf_counter() - started
-        yield from events
 
-    def compact(self, reason: Reason = "manual", attempt: int = 1) -> Iterator[Event]:
-        """Force a compaction: after a provider overflow, or on request (evicts all it may)."""
+    def compact(self, view: PagerView, reason: Reason = "manual", attempt: int = 1) -> Compaction | Notice:
+        """Plan and write a forced compaction: after a provider overflow, or on request (evicts all it may)."""
         started = time.perf_counter()
         try:
-            state = self.agent.state
-            p = plan(self.agent.context, self.counts(), self.budget(),
-                     alerted=state.memory_pressure_alerted, reason=reason, attempt=attempt)
+            counts = self.counts(view.request, view.calibration)
+            p = plan(view.context, counts, self.budget(), alerted=view.alerted, reason=reason, attempt=attempt)
             if p.action == "evict":
-                state.memory_pressure_alerted = p.alerted
-                event: Event = self._apply(p)
-            else:
-                event = Notice(text=f"nothing to compact: {p.reason or 'the context is already small'}",
-                               data={"tokens": p.tokens_before})
+                return self._compaction(view, p)
+            return Notice(text=f"nothing to compact: {p.reason or 'the context is already small'}",
+                          data={"tokens": p.tokens_before})
         finally:
             self.seconds += time.perf_counter() - started
-        yield event
 
-    def _apply(self, p: Plan) -> MessagesEvicted:
-        agent = self.agent
-        before = self.counts().total
-        agent.context_changed = True
+    def _compaction(self, view: PagerView, p: Plan) -> Compaction:
+        """The context and summary after carrying out `p`, and the event that reports it."""
+        before = self.counts(view.request, view.calibration)
+        context = list(view.context)
         for index, keep in p.truncate:
-            agent.context[index] = self._truncated(agent.context[index], keep)
-        evicted = agent.context[: p.evict]
-        note = ""
+            context[index] = self._truncated(context[index], keep, view.calibration)
+        evicted = context[: p.evict]
+        summary, note = view.summary, ""
         if evicted:
-            summary, note = self._summarize(evicted, p.summary_tokens)
-            agent.context = agent.context[p.evict :]
-            agent.state.summary = summary
+            summary, note = self._summarize(view, evicted, p.summary_tokens)
+            context = context[p.evict :]
         if p.truncate:
             note = f"{note}; " if note else ""
             note += f"truncated {len(p.truncate)} oversized message(s) that stay in context"
-        self.compactions += 1
-        after = self.counts().total
-        if after <= self.budget().tokens(self.settings.warn_at):
-            agent.state.memory_pressure_alerted = False
-        return MessagesEvicted(count=len(evicted), tokens_before=before, tokens_after=after,
-                               summarized=bool(evicted) and not note.startswith("not summarized"), note=note)
+        after = self._total_after(before, context, summary, view)
+        alerted = p.alerted and after > self.budget().tokens(self.settings.warn_at)
+        event = MessagesEvicted(count=len(evicted), tokens_before=before.total, tokens_after=after,
+                                summarized=bool(evicted) and not note.startswith("not summarized"), note=note)
+        return Compaction(context=tuple(context), summary=summary, alerted=alerted, event=event)
 
-    def _truncated(self, message: Message, keep_tokens: int) -> Message:
+    def _total_after(self, before: Counts, context: list[Message], summary: str, view: PagerView) -> int:
+        """The request's size once the compaction is applied."""
+        counter = self.counter(view.calibration)
+        hidden = max(0, view.message_count - len(context))
+        message = self.prompts.summary_message(summary, hidden)
+        after = Counts(before.system, before.memory, before.tools,
+                       summary=self.sizes.tokens(message, counter) if message else 0,
+                       messages=tuple(self.sizes.tokens(m, counter) for m in context), offset=before.offset)
+        return after.total
+
+    def _truncated(self, message: Message, keep_tokens: int, calibration: Calibration) -> Message:
         """A copy of `message` cut to about `keep_tokens` (the full text stays in recall)."""
-        size = max(1, count_message(self.counter, message))
+        size = max(1, count_message(self.counter(calibration), message))
         content = message.content
         keep = max(0, min(len(content), int(len(content) * keep_tokens / size) - 120))
         if keep >= len(content):
@@ -247,17 +254,21 @@ class Pager:
             from agentos.providers.registry import resolve_model
 
             self.summarizer = resolve_model(self.settings.summary_model)
-        return self.summarizer or self.agent.provider
+        provider = self.summarizer or self.provider
+        if provider is None:
+            raise RuntimeError("no model to write the summary with")
+        return provider
 
-    def _summarize(self, evicted: list[Message], limit: int) -> tuple[str, str]:
+    def _summarize(self, view: PagerView, evicted: list[Message], limit: int) -> tuple[str, str]:
         """The new running summary (at most `limit` tokens) and an empty note, or a plain marker and why."""
-        previous = self.agent.state.summary
+        previous = view.summary
+        counter = self.counter(view.calibration)
         fallback_chars = max(len(previous), self.budget().summary_tokens * 4)
-        wrapper = self.agent.prompts.render("summary_message.j2", summary="", hidden=self.agent.state.message_count)
-        limit = max(16, limit - count_message(self.counter, Message.user(wrapper)))
+        wrapper = self.prompts.render("summary_message.j2", summary="", hidden=view.message_count)
+        limit = max(16, limit - count_message(counter, Message.user(wrapper)))
         try:
             provider = self.summarizer_provider()
-            request = self._summary_request(provider, previous, evicted, limit)
+            request = self._summary_request(provider, previous, evicted, limit, counter)
             text = _call(provider, request, self.settings.summary_timeout_s).strip()
         except Exception as exc:  # noqa: BLE001 - any summarizer failure degrades to a marker
             why = f"the summarizer failed ({type(exc).__name__}: {str(exc)[:160]})"
@@ -266,22 +277,23 @@ class Pager:
             return _marker(previous, len(evicted), fallback_chars), f"not summarized: {why}; evicted with a marker"
         if not text:
             return _marker(previous, len(evicted), fallback_chars), "not summarized: the summary was empty; evicted with a marker"
-        size = self.counter.count(text)
+        size = counter.count(text)
         if size > limit:
             why = f"the summary was too long ({size:,} tokens, limit {limit:,})"
             return _marker(previous, len(evicted), fallback_chars), f"not summarized: {why}; evicted with a marker"
         return text, ""
 
-    def _summary_request(self, provider: Provider, previous: str, evicted: list[Message], limit: int) -> ModelRequest:
+    def _summary_request(self, provider: Provider, previous: str, evicted: list[Message], limit: int,
+                         counter: TokenCounter) -> ModelRequest:
         window = getattr(provider, "context_window", 0) or self.window
-        room_tokens = max(256, int(window * 0.6) - self.counter.count(previous) - limit)
+        room_tokens = max(256, int(window * 0.6) - counter.count(previous) - limit)
         lines = [self._line(m) for m in evicted]
-        transcript = self._fit(lines, room_tokens)
+        transcript = self._fit(lines, room_tokens, counter)
         max_words = max(10, int(limit * 0.6))
         return ModelRequest(
-            system_static=self.agent.prompts.render("summarizer.j2", max_words=max_words),
+            system_static=self.prompts.render("summarizer.j2", max_words=max_words),
             system_dynamic="",
-            messages=[Message.user(self.agent.prompts.render(
+            messages=[Message.user(self.prompts.render(
                 "summarize.j2", previous=previous, transcript=transcript, count=len(evicted), max_words=max_words))],
             max_output_tokens=limit,
         )
@@ -297,9 +309,10 @@ class Pager:
             text = f"{m.role}: {m.content}"
         return text if len(text) <= LINE_LIMIT else text[:LINE_LIMIT] + " […]"
 
-    def _fit(self, lines: list[str], room_tokens: int) -> str:
+    @staticmethod
+    def _fit(lines: list[str], room_tokens: int, counter: TokenCounter) -> str:
         """Join transcript lines, dropping lines from the middle if they exceed `room_tokens`."""
-        sizes = [self.counter.count(line) + 1 for line in lines]
+        sizes = [counter.count(line) + 1 for line in lines]
         if sum(sizes) <= room_tokens:
             return "\n".join(lines)
         head: list[str] = []

@@ -9,8 +9,11 @@ from typing import Iterable
 
 import jinja2
 
+from agentos.blocks import Block
 from agentos.errors import ConfigError
-from agentos.memory.blocks import Block
+from agentos.messages import Message
+
+SUMMARY_ID = "summary"  # the id of the summary message at the head of every request that has one
 
 
 def builtin_prompt_dir() -> Path:
@@ -63,29 +66,21 @@ class PromptRenderer:
             self._static = self.render("system.j2")
         return self._static
 
-    def dynamic(
-        self,
-        blocks: Iterable[Block],
-        *,
-        now: datetime,
-        last_edit: datetime | None,
-        recall_count: int,
-        archival_count: int,
-        hidden_count: int = 0,
-    ) -> str:
-        """Memory blocks, then metadata: the parts of the system prompt that change."""
+    def dynamic(self, blocks: Iterable[Block], *, now: datetime, last_edit: datetime | None,
+                tier_lines: Iterable[str] = ()) -> str:
+        """Memory blocks, then metadata (with each memory tier's lines): the parts of the system prompt that change."""
         parts = [
             self.render("memory_blocks.j2", blocks=list(blocks)),
-            self.render(
-                "metadata.j2",
-                now=_format_time(now),
-                last_edit=_format_time(last_edit),
-                recall_count=recall_count,
-                archival_count=archival_count,
-                hidden_count=hidden_count,
-            ),
+            self.render("metadata.j2", now=_format_time(now), last_edit=_format_time(last_edit),
+                        tier_lines=list(tier_lines)),
         ]
         return "\n\n".join(parts)
+
+    def summary_message(self, summary: str, hidden: int) -> Message | None:
+        """The running summary as the first message of a request, if there is one."""
+        if not summary:
+            return None
+        return Message(id=SUMMARY_ID, role="user", content=self.render("summary_message.j2", summary=summary, hidden=hidden))
 
     def default_block(self, label: str) -> str:
         """The starting value of a default block (`persona.j2`, `human.j2`)."""

@@ -8,7 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from agentos.errors import InvalidNameError
-from agentos.memory.blocks import Block
+from agentos.blocks import Block
 from agentos.messages import new_id, utc_now
 
 STATE_VERSION = 1
@@ -63,8 +63,8 @@ class AgentState(BaseModel):
     memory_pressure_alerted: bool = False
     token_ratio: float | None = None  # the estimator's calibrated tokens per byte
     token_offset: int = 0  # provider-reported minus estimated tokens of the last request
-    message_count: int = 0
-    archival_count: int = 0
+    message_count: int = 0  # messages ever saved; also the `seq` of the next one
+    compactions: int = 0
     rev: int = 0
     created_at: datetime = Field(default_factory=utc_now)
     last_active_at: datetime = Field(default_factory=utc_now)

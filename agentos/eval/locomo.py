@@ -17,8 +17,9 @@ from typing import Any
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
-from agentos.memory.embedders import resolve_embedder
-from agentos.memory.recall import Recall
+from agentos.memory.embedders import NoEmbedder
+from agentos.memory.recall import RecallTier
+from agentos.memory.tier import TierContext
 from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
 from agentos.storage import Store
@@ -59,13 +60,14 @@ def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Ag
     agent = Agent.create(name, provider=ScriptedProvider([]), settings=AgentSettings(embedder=embedder), store=store)
     messages = turn_messages(sample)
     for start in range(0, len(messages), 500):
-        batch = messages[start : start + 500]
-        for m in batch:
-            agent.append(m)
-        agent.context = []
-        agent.save()
-    agent.flush()  # every question then reads committed rows, whichever search runs it
+        agent.add_history(messages[start : start + 500])
     return agent
+
+
+def keyword_recall(store: Store, agent_id: str) -> RecallTier:
+    """The agent's recall searched by BM25 alone (the baseline for a hybrid run)."""
+    none = NoEmbedder()
+    return RecallTier(TierContext(db=store.db, agent_id=agent_id, embedder=lambda: none, writable=False))
 
 
 def score(ranked: list[str], evidence: set[str]) -> dict[str, float]:
@@ -93,13 +95,13 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             agent = load_conversation(store, sample, embedder)
             load_s += time.perf_counter() - t
             prefix = f"{sample['sample_id']}|"
-            keywords = None if embedder == "none" else Recall(store.db, agent.id, resolve_embedder("none"))
+            keywords = None if embedder == "none" else keyword_recall(store, agent.id)
             for qa in sample["qa"]:
                 evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
                 if not evidence:
                     continue
                 t = time.perf_counter()
-                page = agent.tiers.recall.search(qa["question"], page_size=K)
+                page = agent.tier(RecallTier).search(qa["question"], page_size=K)
                 latencies.append((time.perf_counter() - t) * 1000)
                 ranked = [h.id.removeprefix(prefix) for h in page.hits]
                 rows.setdefault(int(qa["category"]), []).append(score(ranked, evidence))

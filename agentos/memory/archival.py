@@ -1,4 +1,7 @@
-"""Archival memory: passages the agent chose to keep, chunked, deduplicated, searched hybrid."""
+"""Archival memory: passages the agent chose to keep, chunked, deduplicated, searched hybrid.
+
+The tier owns the table `archival_<agent>` and the tools `archival_insert` and `archival_search`.
+"""
 
 from __future__ import annotations
 
@@ -12,21 +15,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentos.errors import ToolError
-from agentos.memory.embedders import Embedder, vector_array
+from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, after_ranking, clean_query, clean_tags, date_clauses,
-    fts_rows, fuse, nearest_rows, query_vector, tag_clause, vector_ids,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, after_ranking, check_page, clean_query, clean_tags,
+    date_clauses, date_range, format_page, fts_rows, fuse, nearest_rows, query_vector, tag_clause,
 )
 from agentos.memory.tables import open_embedded
+from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
 from agentos.messages import new_id, utc_now
-from agentos.storage.db import Database, quote, storage_errors
-from agentos.storage.reads import gather
+from agentos.storage.db import quote, replace_table, storage_errors
 from agentos.storage.schemas import archival_schema
 from agentos.storage.vector_index import ensure_vector_index
+from agentos.tools.context import ToolContext
+from agentos.tools.decorator import Tool, tool
 
 CHUNK_CHARS = 1200  # about 300 tokens
 MAX_INSERT_CHARS = 200_000
 _SHOWN = ["text", "tags", "created_at"]
+_KEEP = ["id", "text", "tags", "created_at", "source", "content_hash"]  # what a reindex carries over
+_INDEXES = {"text": "fts", "id": "btree", "content_hash": "btree", "tags": "labellist"}
 
 
 def archival_table_name(agent_id: str) -> str:
@@ -66,26 +73,66 @@ class Inserted:
     duplicates: list[str] = field(default_factory=list)
 
 
-class Archival:
+class ArchivalTier(Tier):
     """One agent's archival passages in their own LanceDB table."""
 
-    def __init__(self, db: Database, agent_id: str, embedder: Embedder, on_write: Any = None) -> None:
-        self.db = db
-        self.name = archival_table_name(agent_id)
-        self.embedder = embedder
-        self.on_write = on_write  # called with the table name after each commit (maintenance)
+    name = "archival"
+
+    def __init__(self, ctx: TierContext) -> None:
+        super().__init__(ctx)
+        self.table_name = archival_table_name(ctx.agent_id)
         self._table: Any = None
+        self._count: int | None = None  # kept current by this tier's own writes (the only writer, under the lease)
+
+    @classmethod
+    def table_names(cls, agent_id: str) -> list[str]:
+        return [archival_table_name(agent_id)]
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.ctx.embedder()
 
     @property
     def table(self) -> Any:
         if self._table is None:
             schema = archival_schema(self.embedder.name, self.embedder.dim)
-            self._table = open_embedded(self.db, self.name, schema, self.embedder, "archival memory")
+            self._table = open_embedded(self.ctx.db, self.table_name, schema, self.embedder, "archival memory", _INDEXES)
         return self._table
 
+    # -- the tier interface ----------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        return [archival_insert, archival_search]
+
+    def metadata(self, stats: MemoryStats) -> list[str]:
+        return [f"Passages in archival memory: {self.count()}"]
+
+    def reindex(self, embedder: Embedder, progress: Progress) -> int:
+        """Re-embed every passage with `embedder` in a new table that replaces the old one crash-safely."""
+        db, name = self.ctx.db, self.table_name
+        self._table = None
+        if db.count_rows(name) is None:
+            return 0
+        with storage_errors("read archival memory"):
+            old = db.connection.open_table(name).to_arrow().select(_KEEP)
+        schema = archival_schema(embedder.name, embedder.dim)
+        data = old.append_column("embedder", pa.array([embedder.name] * old.num_rows, pa.string()))
+        if embedder.enabled:
+            parts = embed_in_chunks(embedder, old.column("text").to_pylist(), "archival passages", progress)
+            data = data.append_column("vector", pa.chunked_array(parts, type=schema.field("vector").type))
+        else:
+            progress("archival passages", old.num_rows, old.num_rows)
+        replace_table(db, name, schema, data.cast(schema))
+        return old.num_rows
+
+    # -- passages ------------------------------------------------------------------------------
+
     def count(self) -> int:
-        with storage_errors("count archival passages"):
-            return self.table.count_rows()
+        """Passages stored; counted once, then kept current by inserts and deletes."""
+        if self._count is None:
+            stored = self.ctx.db.count_rows(self.table_name)
+            self._count = int(stored or 0)
+        return self._count
 
     def insert(self, content: str, tags: Sequence[str] | None = None, source: str = "agent") -> Inserted:
         """Chunk and store `content`; chunks already stored are reported, not stored again."""
@@ -100,6 +147,7 @@ class Archival:
         created_at: datetime | None = None,
     ) -> Inserted:
         """Store passages as given (no chunking) in one commit, embedded in batches."""
+        self.ctx.check_writable("store archival passages")
         clean = clean_tags(tags)
         result = Inserted()
         hashes = [content_hash(t) for t in texts]
@@ -124,10 +172,11 @@ class Archival:
         }
         if self.embedder.enabled:
             columns["vector"] = vector_array(self.embedder.embed(columns["text"]))
-        self.db.add(self.name, pa.Table.from_pydict(columns, schema=self.table.schema))
+        stored = self.count()
+        self.ctx.db.add(self.table_name, pa.Table.from_pydict(columns, schema=self.table.schema))
         result.ids = columns["id"]
-        if self.on_write:
-            self.on_write(self.name)
+        self._count = stored + n
+        self.ctx.wrote(self.table_name)
         return result
 
     def _existing(self, hashes: list[str]) -> dict[str, str]:
@@ -158,9 +207,11 @@ class Archival:
         with storage_errors("search archival memory"):
             vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
             kept = after_ranking(table, where, scanned=bool(start or end))  # no index serves date ranges
-            rows, near = gather(  # keyword and vector search run together, each bringing its rows' shown columns
-                fts_rows(table, query, where, MAX_CANDIDATES, _SHOWN, kept=kept),
-                nearest_rows(table, vector, where, VECTOR_CANDIDATES, _SHOWN, kept=kept) if vector else None,
+            reads = self.ctx.db.reads
+            handle = reads.handle(self.table_name)
+            rows, near = reads.gather(  # keyword and vector search run at once, each bringing its rows' shown columns
+                fts_rows(handle, query, where, MAX_CANDIDATES, _SHOWN, kept=kept),
+                nearest_rows(handle, vector, where, VECTOR_CANDIDATES, _SHOWN, kept=kept) if vector else None,
             )
             ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
             known = {r["id"]: r for r in rows + (near or [])}
@@ -202,20 +253,24 @@ class Archival:
 
     def delete(self, passage_id: str) -> bool:
         """Delete one passage by id; False when there was none."""
+        self.ctx.check_writable("delete archival passages")
         where = f"id = {quote(passage_id)}"
         with storage_errors("delete an archival passage"):
             if not self.table.count_rows(where):
                 return False
+            stored = self.count()
             self.table.delete(where)
-        if self.on_write:
-            self.on_write(self.name)
+        self._count = max(0, stored - 1)
+        self.ctx.wrote(self.table_name)
         return True
 
     def nearest(self, query: str, k: int = 10, *, exact: bool = False) -> list[str]:
         """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""
         vector = self.embedder.embed([query])[0].tolist()
         if not exact:
-            return vector_ids(self.table, vector, None, k)
+            reads = self.ctx.db.reads
+            (rows,) = reads.gather(nearest_rows(reads.handle(self.table_name), vector, None, k))
+            return [r["id"] for r in rows]
         q = self.table.search(vector, vector_column_name="vector").distance_type("cosine").select(["id", "_distance"])
         return [r["id"] for r in q.bypass_vector_index().limit(k).to_arrow().to_pylist()]
 
@@ -232,3 +287,44 @@ class Archival:
             return False
         with storage_errors("index archival vectors"):
             return ensure_vector_index(self.table, min_rows)
+
+
+@tool
+def archival_insert(content: str, ctx: ToolContext, tags: list[str] | None = None) -> str:
+    """Save text to your archival memory, a long-term store you can search later. Long text is split into passages.
+
+    Args:
+        content: The text to remember; self-contained, with names and dates spelled out.
+        tags: Optional labels to filter by later, e.g. ["project", "preferences"].
+    """
+    archival = ctx.memory.tier(ArchivalTier)
+    done = archival.insert(content, tags=tags)
+    if not done.ids:
+        return f"Already in archival memory (passage {', '.join(dict.fromkeys(done.duplicates))}); nothing stored twice."
+    text = f"Stored {len(done.ids)} passage(s): {', '.join(done.ids)}."
+    if done.duplicates:
+        text += f" {len(done.duplicates)} part(s) were already stored and were skipped."
+    return f"{text} Archival memory now holds {archival.count()} passage(s)."
+
+
+@tool
+def archival_search(
+    query: str,
+    ctx: ToolContext,
+    page: int = 0,
+    tags: list[str] | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+) -> str:
+    """Search your archival memory by words and meaning.
+
+    Args:
+        query: What to look for; leave empty to list passages, newest first.
+        page: Which page of results to show, starting at 0.
+        tags: Only passages carrying any of these tags.
+        start_date: Only passages saved on or after this date (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC).
+        end_date: Only passages saved on or before this date (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC).
+    """
+    start, end = date_range(start_date, end_date)
+    result = ctx.memory.tier(ArchivalTier).search(query, page=check_page(page), tags=tags, start=start, end=end)
+    return format_page(result, "passages", query)

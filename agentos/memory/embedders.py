@@ -10,7 +10,7 @@ import functools
 import hashlib
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +18,7 @@ import pyarrow as pa
 from agentos.errors import EmbedderError
 
 BATCH_SIZE = 64
+EMBED_CHUNK = 256  # texts per progress report when embedding many
 TIMEOUT_S = 15.0
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPENAI_DIMS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
@@ -161,6 +162,16 @@ def vector_array(vectors: np.ndarray) -> pa.FixedSizeListArray:
     """An (n, dim) array as the Arrow column LanceDB stores."""
     flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
     return pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
+
+
+def embed_in_chunks(embedder: Embedder, texts: list[str], what: str, progress: Callable[[str, int, int], None]) -> list[pa.Array]:
+    """Vectors of `texts` in chunks, reporting progress after each."""
+    parts: list[pa.Array] = []
+    progress(what, 0, len(texts))
+    for start in range(0, len(texts), EMBED_CHUNK):
+        parts.append(vector_array(embedder.embed(texts[start : start + EMBED_CHUNK])))
+        progress(what, min(start + EMBED_CHUNK, len(texts)), len(texts))
+    return parts
 
 
 def resolve_embedder(spec: str | None) -> Embedder:

@@ -1,51 +1,127 @@
-"""Recall memory: every message, searched by BM25 (and by meaning when an embedder is set)."""
+"""Recall memory: every message, searched by BM25 (and by meaning when an embedder is set).
+
+The messages themselves live in the shared `messages` table, written with each step; this tier
+owns their vectors (`recall_vectors_<agent>`) and the `conversation_search` tool.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import logging
+from typing import Any, Sequence
 
 import pyarrow as pa
 
 from agentos.errors import ToolError
-from agentos.memory.embedders import Embedder, vector_array
-from agentos.memory.fresh import nearest, place, rows_of, within
+from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, as_utc, clean_query, date_clauses, fts_rows, fuse,
-    nearest_rows, query_vector,
+    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, as_utc, check_page, clean_query, date_clauses,
+    date_range, format_page, fts_rows, fuse, nearest_rows, query_vector,
 )
 from agentos.memory.tables import open_embedded
+from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
 from agentos.messages import Message
-from agentos.storage.db import Database, quote, storage_errors
-from agentos.storage.reads import gather
-from agentos.storage.records import embed_text, search_text_of
+from agentos.storage.db import quote, replace_table, storage_errors
+from agentos.storage.records import embed_text
 from agentos.storage.schemas import recall_vectors_schema
+from agentos.tools.context import ToolContext
+from agentos.tools.decorator import Tool, tool
+
+log = logging.getLogger(__name__)
 
 SEARCH_ROLES = ("user", "assistant")
 _SHOWN = ["role", "content", "name", "created_at", "seq"]
+_INDEXES = {"id": "btree"}
+_DEFERRED_LIMIT = 1000  # messages kept for embedding later while the embedder is failing
 
 
 def vectors_table_name(agent_id: str) -> str:
     return f"recall_vectors_{agent_id}"
 
 
-class Recall:
+class RecallTier(Tier):
     """Searches one agent's messages; tool traffic and the agent's own search calls are left out."""
 
-    def __init__(self, db: Database, agent_id: str, embedder: Embedder,
-                 unwritten: Callable[[str], list[Any]] | None = None) -> None:
-        self.db = db
-        self.agent_id = agent_id
-        self.embedder = embedder
-        self.unwritten = unwritten  # the store's rows saved but not yet committed, by table
+    name = "recall"
+
+    def __init__(self, ctx: TierContext) -> None:
+        super().__init__(ctx)
         self._vectors: Any = None
+        self._unembedded: list[Message] = []  # messages a failing embedder could not embed yet
+        self.last_error: str | None = None
+
+    @classmethod
+    def table_names(cls, agent_id: str) -> list[str]:
+        return [vectors_table_name(agent_id)]
+
+    @property
+    def agent_id(self) -> str:
+        return self.ctx.agent_id
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.ctx.embedder()
 
     @property
     def vectors(self) -> Any:
         """The vector table, or None in BM25-only mode."""
         if self._vectors is None and self.embedder.enabled:
             schema = recall_vectors_schema(self.embedder.name, self.embedder.dim)
-            self._vectors = open_embedded(self.db, vectors_table_name(self.agent_id), schema, self.embedder, "recall memory")
+            self._vectors = open_embedded(self.ctx.db, vectors_table_name(self.agent_id), schema, self.embedder,
+                                          "recall memory", _INDEXES)
         return self._vectors
+
+    # -- the tier interface ----------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        return [conversation_search]
+
+    def metadata(self, stats: MemoryStats) -> list[str]:
+        hidden = f" ({stats.hidden_count} older ones are out of your context)" if stats.hidden_count else ""
+        return [f"Messages in recall memory: {stats.message_count}{hidden}"]
+
+    def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
+        """Vectors of the step's searchable messages; an embedder failure defers them, never fails the step."""
+        if not self.embedder.enabled:
+            return {}
+        todo = self._unembedded + list(messages)
+        try:
+            rows = self.vector_rows(todo)
+        except Exception as exc:  # noqa: BLE001 - recall vectors can be rebuilt with `agentos reindex`
+            self._unembedded = todo[-_DEFERRED_LIMIT:]
+            self.last_error = str(exc)
+            log.warning("recall vectors deferred: %s", exc)
+            return {}
+        self._unembedded = []
+        return {vectors_table_name(self.agent_id): rows} if rows is not None else {}
+
+    def discard(self, message_ids: Sequence[str]) -> None:
+        if not message_ids or self.ctx.db.count_rows(vectors_table_name(self.agent_id)) is None:
+            return
+        ids = ", ".join(quote(i) for i in message_ids)
+        with storage_errors("repair recall vectors"):
+            self.vectors.delete(f"id IN ({ids})")
+
+    def reindex(self, embedder: Embedder, progress: Progress) -> int:
+        """Rebuild the vector table from the messages with `embedder` (dropped when it is `none`)."""
+        db, name = self.ctx.db, vectors_table_name(self.agent_id)
+        self._vectors = None
+        if not embedder.enabled:
+            db.drop(name)
+            return 0
+        where = f"agent_id = {quote(self.agent_id)} AND search_text IS NOT NULL"
+        with storage_errors("read recall memory"):
+            rows = db.table("messages").search().where(where).select(["id", "role", "created_at", "name", "content"])
+            rows = rows.limit(None).to_arrow()
+        schema = recall_vectors_schema(embedder.name, embedder.dim)
+        names, contents = rows.column("name").to_pylist(), rows.column("content").to_pylist()
+        texts = [f"{n}: {c}" if n else c for n, c in zip(names, contents)]
+        parts = embed_in_chunks(embedder, texts, "recall messages", progress)
+        data = rows.select(["id", "role", "created_at"]).append_column(
+            "vector", pa.chunked_array(parts, type=schema.field("vector").type))
+        replace_table(db, name, schema, data.cast(schema))
+        return rows.num_rows
+
+    # -- search ------------------------------------------------------------------------------
 
     def vector_rows(self, messages: Sequence[Message]) -> pa.Table | None:
         """Rows for the vector table: one per searchable message (embedded in one batch)."""
@@ -60,7 +136,7 @@ class Recall:
         return pa.Table.from_pydict(columns, schema=self.vectors.schema)
 
     def _where(self, start: Any, end: Any, roles: Sequence[str] | None, *, with_agent: bool) -> str:
-        clauses = [f"agent_id = {quote(self.agent_id)}", "search_text IS NOT NULL"] if with_agent else []
+        clauses = [f"agent_id = {quote(self.agent_id)}"] if with_agent else []
         if roles:
             bad = [r for r in roles if r not in SEARCH_ROLES]
             if bad:
@@ -68,12 +144,6 @@ class Recall:
             clauses.append(f"role IN ({', '.join(quote(r) for r in dict.fromkeys(roles))})")
         clauses += date_clauses("created_at", start, end)
         return " AND ".join(clauses) or "true"
-
-    def fresh_rows(self, table: str) -> list[dict[str, Any]]:
-        """Rows saved to `table` for this agent but not yet committed (none without a writer to ask)."""
-        if self.unwritten is None:
-            return []
-        return [r for r in rows_of(self.unwritten(table)) if r.get("agent_id", self.agent_id) == self.agent_id]
 
     def search(
         self,
@@ -85,47 +155,35 @@ class Recall:
         end: Any = None,
         roles: Sequence[str] | None = None,
     ) -> Page:
-        """Ranked messages (hybrid RRF, or BM25 alone); an empty query with dates lists by time.
-
-        Messages saved a moment ago whose commit is still running are matched in memory (see `fresh`),
-        so nothing waits for a commit."""
+        """Ranked messages (hybrid RRF, or BM25 alone); an empty query with dates lists by time."""
         query = clean_query(query)
         start, end = (None if m is None else as_utc(m) for m in (start, end))
         where = self._where(start, end, roles, with_agent=True)
         if not query and start is None and end is None:
             raise ToolError("give a query, or start_date and/or end_date for a date search.")
-        # Taken before the table is read: a row missing here was committed already, so the search sees it.
-        fresh = [r for r in self.fresh_rows("messages") if r["search_text"] and within(r, start, end, roles)]
-        fresh_vectors = [r for r in self.fresh_rows(vectors_table_name(self.agent_id)) if within(r, start, end, roles)]
-        messages = self.db.table("messages")
+        messages = self.ctx.db.table("messages")
         note = None
         with storage_errors("search recall memory"):
-            known: dict[str, dict[str, Any]] = {r["id"]: r for r in fresh}
             if not query:
-                rows = messages.search().where(where).select(["id", "seq"]).limit(None).to_arrow().to_pylist()
-                order = [r["id"] for r in sorted(rows + fresh, key=lambda r: r["seq"])]
-                ranked = [(key, 0.0) for key in dict.fromkeys(order)]
+                listing = messages.search().where(where + " AND search_text IS NOT NULL").select(["id", "seq"])
+                rows = sorted(listing.limit(None).to_arrow().to_pylist(), key=lambda r: r["seq"])
+                ranked = [(r["id"], 0.0) for r in rows]
+                known: dict[str, dict[str, Any]] = {}
                 capped = False
             else:
                 table = self.vectors
                 vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
                 vwhere = self._where(start, end, roles, with_agent=False)
-                rows, near = gather(  # keyword and vector search run together
-                    fts_rows(messages, query, where.replace(" AND search_text IS NOT NULL", ""), MAX_CANDIDATES, _SHOWN),
-                    None if vector is None else nearest_rows(
-                        table, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
+                reads = self.ctx.db.reads
+                vectors = None if vector is None else reads.handle(vectors_table_name(self.agent_id))
+                rows, near = reads.gather(  # keyword and vector search run at once
+                    fts_rows(reads.handle("messages"), query, where, MAX_CANDIDATES, _SHOWN),
+                    None if vectors is None else nearest_rows(
+                        vectors, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
                 )
                 capped = len(rows) >= MAX_CANDIDATES
-                keyword = [r["id"] for r in rows]
-                if fresh:
-                    keyword = place(query, [(r["id"], search_text_of(r)) for r in rows],
-                                    [(r["id"], r["search_text"]) for r in fresh])
-                nearby = None if near is None else [r["id"] for r in near]
-                if vector is not None and fresh_vectors:
-                    nearby = nearest(vector, [(r["id"], r["_distance"]) for r in near or []],
-                                     [(r["id"], r["vector"]) for r in fresh_vectors], VECTOR_CANDIDATES)
-                known.update((r["id"], r) for r in rows if r["id"] not in known)
-                ranked = fuse(keyword, nearby)
+                known = {r["id"]: r for r in rows}
+                ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(chosen, known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
@@ -136,7 +194,7 @@ class Recall:
         if missing:
             ids = ", ".join(quote(i) for i in missing)
             rows = (
-                self.db.table("messages").search()
+                self.ctx.db.table("messages").search()
                 .where(f"agent_id = {quote(self.agent_id)} AND id IN ({ids})")
                 .select(["id", *_SHOWN]).limit(len(missing)).to_arrow().to_pylist()
             )
@@ -148,3 +206,26 @@ class Recall:
                 text = f"{r['name']}: {r['content']}" if r.get("name") else r["content"] or ""
                 hits.append(Hit(id=key, text=text, created_at=r["created_at"], role=r["role"], score=score))
         return hits
+
+
+@tool
+def conversation_search(
+    query: str,
+    ctx: ToolContext,
+    page: int = 0,
+    start_date: str | None = None,
+    end_date: str | None = None,
+    roles: list[str] | None = None,
+) -> str:
+    """Search your whole past conversation (recall memory), including messages no longer in view.
+
+    Args:
+        query: Words or a phrase to look for; leave empty to list messages between the dates.
+        page: Which page of results to show, starting at 0.
+        start_date: Only messages on or after this date (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC).
+        end_date: Only messages on or before this date (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC).
+        roles: Only messages from these roles: "user", "assistant".
+    """
+    start, end = date_range(start_date, end_date)
+    result = ctx.memory.tier(RecallTier).search(query, page=check_page(page), start=start, end=end, roles=roles)
+    return format_page(result, "messages", query)

@@ -6,11 +6,11 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from agentos.errors import EmbedderError, ToolError
 from agentos.storage.db import quote
-from agentos.storage.reads import async_handle, gather
+from agentos.storage.reads import Read
 from agentos.storage.vector_index import tune
 
 PAGE_SIZE = 5
@@ -181,7 +181,8 @@ async def _filtered(search: Callable[[int], Any], where: str | None, limit: int,
     (the filter and the query disagree), the search runs again filtered first, so no match is lost."""
     rows: list[dict[str, Any]] = []
     if where and kept:
-        rows = (await search(math.ceil(limit * POSTFILTER_MARGIN / kept)).where(where).postfilter().to_arrow()).to_pylist()
+        query = search(math.ceil(limit * POSTFILTER_MARGIN / kept)).where(where).postfilter()
+        rows = (await query.to_arrow()).to_pylist()
     if len(rows) < limit:
         q = search(limit)
         rows = (await (q.where(where) if where else q).to_arrow()).to_pylist()
@@ -189,38 +190,31 @@ async def _filtered(search: Callable[[int], Any], where: str | None, limit: int,
 
 
 def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
-             kept: float | None = None) -> Awaitable[list[dict[str, Any]]]:
-    """BM25 matches, best first: id, score and `columns`; a read to run with `gather`, beside the
-    vector search. With `kept` (from `after_ranking`) the filter is applied after ranking.
+             kept: float | None = None) -> Read:
+    """BM25 matches, best first: id, score and `columns`; a read of an async table handle, to run with
+    `Reads.gather` beside the vector search. With `kept` (from `after_ranking`) the filter is applied
+    after ranking.
 
     Equal scores are ordered by `seq` (when selected), then id: LanceDB's order of ties changes as
     the index is rebuilt, and pages of one ranking must not shift between calls."""
-    handle = async_handle(table)  # here, not on LanceDB's loop (see `reads.gather`)
 
     def search(n: int) -> Any:
-        return handle.query().nearest_to_text(query).select(["id", "_score", *columns]).limit(n)
+        return table.query().nearest_to_text(query).select(["id", "_score", *columns]).limit(n)
 
     return _filtered(search, where, limit, kept, lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))
 
 
 def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int, columns: Sequence[str] = (),
-                 kept: float | None = None) -> Awaitable[list[dict[str, Any]]]:
+                 kept: float | None = None) -> Read:
     """The nearest vectors by cosine distance, best first: id, distance and `columns`; a read, as
     `fts_rows`. The index settings are always given: a table without the index ignores them, so one
     built meanwhile is used right. Equal distances are ordered by id."""
-    handle = async_handle(table)
 
     def search(n: int) -> Any:
-        q = handle.query().nearest_to(vector).column("vector").distance_type("cosine")
+        q = table.query().nearest_to(vector).column("vector").distance_type("cosine")
         return tune(q.select(["id", "_distance", *columns]).limit(n), n)
 
     return _filtered(search, where, limit, kept, lambda r: (round(r["_distance"], 6), r["id"]))
-
-
-def vector_ids(table: Any, vector: list[float], where: str | None, limit: int) -> list[str]:
-    """Ids of the nearest vectors, best first."""
-    (rows,) = gather(nearest_rows(table, vector, where, limit))
-    return [r["id"] for r in rows]
 
 
 def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | None]:

@@ -12,9 +12,10 @@ from agentos.storage.db import Database
 from agentos.storage.schemas import table_embedder
 
 
-def open_embedded(db: Database, name: str, schema: pa.Schema, embedder: Embedder, what: str) -> Any:
-    """Open (or create) `name`; raise if it was built with another embedder or dimension."""
-    table = db.table(name, schema)
+def open_embedded(db: Database, name: str, schema: pa.Schema, embedder: Embedder, what: str,
+                  indexes: dict[str, str]) -> Any:
+    """Open (or create) `name` with its `indexes`; raise if it was built with another embedder or dimension."""
+    table = db.table(name, schema, indexes)
     found, dim = table_embedder(table.schema)
     if (found, dim) != (embedder.name, embedder.dim):
         raise EmbedderMismatchError(

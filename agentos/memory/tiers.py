@@ -1,72 +1,83 @@
-"""The searchable memory tiers of one agent: its embedder, recall and archival, opened lazily."""
+"""The tiers every agent has, and one agent's set of them.
+
+`TIER_KINDS` lists the tier classes in the order their tools and metadata lines appear; a new
+tier registers with `register_tier` and is then deleted, reindexed, compacted and shown to the
+model with the others, without changes anywhere else.
+"""
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
-from agentos.memory.archival import Archival, archival_table_name
+from agentos.errors import ToolError
+from agentos.memory.archival import ArchivalTier
 from agentos.memory.embedders import Embedder, resolve_embedder
-from agentos.memory.recall import Recall, vectors_table_name
+from agentos.memory.recall import RecallTier
+from agentos.memory.tier import MemoryStats, Rows, Tier, TierContext
 from agentos.messages import Message
+from agentos.storage.db import Database
+from agentos.tools.decorator import Tool
 
-if TYPE_CHECKING:
-    from agentos.agent.agent import Agent
+T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+TIER_KINDS: list[type[Tier]] = [RecallTier, ArchivalTier]
 
 
-class MemoryTiers:
-    """Recall and archival for one agent; the embedder comes from its settings."""
+def register_tier(kind: type[Tier]) -> type[Tier]:
+    """Add a tier kind for every agent opened from now on (usable as a class decorator)."""
+    if kind not in TIER_KINDS:
+        TIER_KINDS.append(kind)
+    return kind
 
-    def __init__(self, agent: "Agent", embedder: Embedder | None = None) -> None:
-        self.agent = agent
-        self._embedder = embedder
-        self._recall: Recall | None = None
-        self._archival: Archival | None = None
-        self._unembedded: list[Message] = []
-        self.last_error: str | None = None
-        stored = agent.store.db.count_rows(archival_table_name(agent.id))
-        if stored is not None:
-            agent.state.archival_count = stored
 
-    @property
+def tier_tables(agent_id: str) -> list[str]:
+    """Every table any tier may hold for an agent."""
+    return [name for kind in TIER_KINDS for name in kind.table_names(agent_id)]
+
+
+def delete_tiers(db: Database, agent_id: str) -> None:
+    """Remove everything every tier holds for an agent."""
+    for kind in TIER_KINDS:
+        kind.delete(db, agent_id)
+
+
+class Tiers:
+    """One agent's tiers, built lazily around one embedder that is resolved on first use."""
+
+    def __init__(self, db: Database, agent_id: str, embedder_spec: str, *, writable: bool = True,
+                 on_write: Callable[[str], None] | None = None) -> None:
+        self.embedder_spec = embedder_spec
+        self._embedder: Embedder | None = None
+        ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, writable=writable, on_write=on_write)
+        self._tiers = [kind(ctx) for kind in TIER_KINDS]
+
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = resolve_embedder(self.agent.state.settings.embedder)
+            self._embedder = resolve_embedder(self.embedder_spec)
         return self._embedder
 
-    @property
-    def recall(self) -> Recall:
-        if self._recall is None:
-            store = self.agent.store
-            self._recall = Recall(store.db, self.agent.id, self.embedder, unwritten=store.unwritten)
-        return self._recall
+    def __iter__(self) -> Iterator[Tier]:
+        return iter(self._tiers)
 
-    @property
-    def archival(self) -> Archival:
-        if self._archival is None:
-            touched: Callable[[str], None] = self.agent.store._maintenance.touched
-            self._archival = Archival(self.agent.store.db, self.agent.id, self.embedder, on_write=touched)
-        return self._archival
+    def get(self, kind: type[T]) -> T:
+        """The tier of this kind; a ToolError when the agent has none."""
+        for tier in self._tiers:
+            if isinstance(tier, kind):
+                return tier
+        raise ToolError(f"this agent has no {getattr(kind, 'name', kind.__name__)} memory.")
 
-    def refresh_archival_count(self) -> int:
-        """Set the count the model sees from the table itself (never stale)."""
-        self.agent.state.archival_count = self.archival.count()
-        return self.agent.state.archival_count
+    def tools(self) -> list[Tool]:
+        return [t for tier in self._tiers for t in tier.tools()]
 
-    def commit_extra(self, pending: Sequence[tuple[int, Message]]) -> dict[str, Any]:
-        """Vector rows to write with a step's messages; an embedder failure defers them, never fails the step."""
-        if self.agent.state.settings.embedder in ("none", "", None):
-            return {}
-        todo = self._unembedded + [m for _, m in pending]
-        try:
-            _ = self.recall.vectors  # open and check before embedding
-            rows = self.recall.vector_rows(todo)
-        except Exception as exc:  # noqa: BLE001 - recall vectors can be rebuilt with `agentos reindex`
-            self._unembedded = todo[-1000:]
-            self.last_error = str(exc)
-            log.warning("recall vectors deferred: %s", exc)
-            return {}
-        self._unembedded = []
-        return {vectors_table_name(self.agent.id): rows} if rows is not None else {}
+    def metadata(self, stats: MemoryStats) -> list[str]:
+        return [line for tier in self._tiers for line in tier.metadata(stats)]
+
+    def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
+        rows: dict[str, Rows] = {}
+        for tier in self._tiers:
+            rows.update(tier.after_step(messages))
+        return rows
+
+    def discard(self, message_ids: Sequence[str]) -> None:
+        for tier in self._tiers:
+            tier.discard(message_ids)

@@ -153,7 +153,7 @@ def stream_events(events: Iterable[Any]) -> Iterator[ProviderEvent]:
         read, write = counts.get("read", 0), counts.get("write", 0)
         yield StreamUsage(Usage(input_tokens=counts.get("input", 0) + read + write, output_tokens=counts.get("output", 0),
                                 cache_read_tokens=read, cache_write_tokens=write))
-    yield StreamDone(_STOP_REASONS.get(stop or "end_turn", "other"))
+    yield StreamDone(_STOP_REASONS.get(stop, "other") if stop else "no_finish_reason")
 
 
 class AnthropicProvider:

@@ -52,7 +52,8 @@ class StreamUsage:
 
 @dataclass
 class StreamDone:
-    """The stream ended; `stop_reason` is normalised to end_turn, tool_use, max_tokens, refusal or other."""
+    """The stream ended; `stop_reason` is normalised to end_turn, tool_use, max_tokens, refusal, other, or
+    no_finish_reason (the stream ended without saying why: it may have been cut)."""
 
     stop_reason: str = "end_turn"
 
@@ -85,7 +86,7 @@ def complete(provider: Provider, request: ModelRequest) -> ModelResponse:
     text: list[str] = []
     calls: list[ToolCall] = []
     usage = Usage()
-    stop = "end_turn"
+    stop = "no_finish_reason"
     for event in provider.stream(request):
         if isinstance(event, StreamText):
             text.append(event.text)

@@ -85,6 +85,27 @@ def model_info(family: str, model: str) -> ModelInfo:
     return info
 
 
+SCRIPTED_WINDOWS = {"demo": 8192}  # scripted models: the demo's window; others take ScriptedProvider's default
+SCRIPTED_DEFAULT_WINDOW = 128_000
+
+
+def spec_info(spec: str) -> ModelInfo:
+    """What the catalogue says about a model spec (`family/model[@url]`), scripted ones included; a spec
+    it cannot read gets the defaults for an unknown model."""
+    try:
+        parsed = parse_spec(spec)
+    except ConfigError:
+        return _UNKNOWN
+    if parsed.family == "scripted":
+        return ModelInfo(SCRIPTED_WINDOWS.get(parsed.model, SCRIPTED_DEFAULT_WINDOW))
+    return model_info(parsed.family, parsed.model)
+
+
+def context_window_for(spec: str) -> int:
+    """The context window the catalogue gives a model spec (what chat, `show`, the TUI and the pager use)."""
+    return spec_info(spec).context_window
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A parsed model spec `family/model[@base_url]`."""

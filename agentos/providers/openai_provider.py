@@ -146,10 +146,13 @@ def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:
 
 
 def normalise_stop(finish: str | None, *, has_calls: bool, refused: bool = False) -> str:
-    """end_turn, tool_use, max_tokens, refusal or other (servers that say "stop" after tool calls mean tool_use)."""
+    """end_turn, tool_use, max_tokens, refusal, other, or no_finish_reason when the stream never said why it
+    ended (servers that say "stop" after tool calls mean tool_use)."""
     if refused:
         return "refusal"
-    reason = _STOP_REASONS.get(finish or "stop", "other")
+    if finish is None:
+        return "no_finish_reason"
+    reason = _STOP_REASONS.get(finish, "other")
     if has_calls and reason in ("end_turn", "other"):
         return "tool_use"
     if reason == "tool_use" and not has_calls:

@@ -6,13 +6,17 @@ import errno
 import os
 import threading
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
 
 from agentos.errors import AgentOSError, StorageError
+from agentos.storage.migrations import upgrade
+from agentos.storage.reads import Reads
 from agentos.storage.schemas import TABLES, schema_version
+from agentos.storage.vector_index import ensure_vector_index
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
@@ -53,11 +57,9 @@ def storage_errors(action: str) -> Iterator[None]:
         raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
 
 
-# column -> index kind; per-agent tables ("archival_<id>") use their prefix's entry
+# column -> index kind, for the shared tables; a tier's own tables name theirs when they are opened
 INDEXES: dict[str, dict[str, str]] = {
     "messages": {"search_text": "fts", "id": "btree", "agent_id": "btree"},
-    "archival": {"text": "fts", "id": "btree", "content_hash": "btree", "tags": "labellist"},
-    "recall": {"id": "btree"},
 }
 
 
@@ -108,8 +110,10 @@ class Database:
         self.uri = str(uri)
         self.storage_options = storage_options
         self._conn: Any = None
+        self._session: Any = None
         self._tables: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self.reads = Reads(self._connect_async)  # searches: the async API, on agentos's own loop
 
     @property
     def connection(self) -> Any:
@@ -119,18 +123,26 @@ class Database:
             if "://" not in self.uri:
                 with storage_errors(f"create the data directory {self.uri}"):
                     Path(self.uri).mkdir(parents=True, exist_ok=True)
-            session = lancedb.Session(
+            self._session = lancedb.Session(
                 metadata_cache_size_bytes=METADATA_CACHE_BYTES, index_cache_size_bytes=INDEX_CACHE_BYTES
             )
             with storage_errors(f"open the database at {self.uri}"):
-                options = {"new_table_data_storage_version": DATA_STORAGE_VERSION, **(self.storage_options or {})}
-                self._conn = lancedb.connect(self.uri, session=session, storage_options=options)
+                self._conn = lancedb.connect(self.uri, session=self._session, storage_options=self._options())
         return self._conn
 
-    def table(self, name: str, schema: pa.Schema | None = None) -> Any:
-        """Open a table, creating it on first use; refuse one written by a newer agentos.
+    def _options(self) -> dict[str, str]:
+        return {"new_table_data_storage_version": DATA_STORAGE_VERSION, **(self.storage_options or {})}
 
-        Tables not in TABLES (per-agent archival and vector tables) pass their `schema`.
+    async def _connect_async(self) -> Any:
+        import lancedb
+
+        _ = self.connection  # the session the sync connection made, shared
+        return await lancedb.connect_async(self.uri, session=self._session, storage_options=self._options())
+
+    def table(self, name: str, schema: pa.Schema | None = None, indexes: dict[str, str] | None = None) -> Any:
+        """Open a table, creating it on first use; refuse one written by a newer agentos, upgrade an older one.
+
+        Tables not in TABLES (a tier's per-agent tables) pass their `schema` and `indexes`.
         """
         with self._lock:
             if name in self._tables:
@@ -148,10 +160,10 @@ class Database:
                             f"understands ({wanted}). Upgrade agentos."
                         )
                     if found < wanted:
-                        table = self._migrate(name, table, found)
+                        table = self._migrate(name, table, found, expected)
                 else:
                     table = conn.create_table(name, schema=expected, exist_ok=True)
-                ensure_indexes(table, INDEXES.get(name) or INDEXES.get(name.split("_", 1)[0], {}))
+                ensure_indexes(table, indexes if indexes is not None else INDEXES.get(name, {}))
             self._tables[name] = table
             return table
 
@@ -163,9 +175,16 @@ class Database:
             names = self.connection.list_tables().tables
         return names
 
-    def _migrate(self, name: str, table: Any, found: int) -> Any:
-        # Version 1 is the first schema; later versions add their steps here.
-        raise StorageError(f"table {name!r} has unknown schema version {found}; no migration exists.")
+    def _migrate(self, name: str, table: Any, found: int, schema: pa.Schema) -> Any:
+        """Upgrade a table written by an older agentos to `schema`, crash-safe (see `replace_table`)."""
+        upgraded = upgrade(name, table.to_arrow(), found, schema_version(schema))
+        if upgraded is None:
+            raise StorageError(
+                f"table {name!r} in {self.uri} has schema version {found}, which this agentos cannot upgrade "
+                f"to version {schema_version(schema)}."
+            )
+        replace_table(self, name, schema, upgraded.select(schema.names).cast(schema))
+        return self.connection.open_table(name)
 
     def exists(self, name: str) -> bool:
         with storage_errors(f"list tables in {self.uri}"):
@@ -175,6 +194,7 @@ class Database:
         """Drop a table if it exists."""
         with self._lock:
             self._tables.pop(name, None)
+            self.reads.forget(name)
             with storage_errors(f"drop table {name!r}"):
                 if name in self.connection.list_tables().tables:
                     self.connection.drop_table(name)
@@ -188,6 +208,19 @@ class Database:
                 return None
             return self.connection.open_table(name).count_rows()
 
+    def optimize(self, name: str, cleanup_older_than: timedelta = timedelta(minutes=2)) -> bool:
+        """Compact a table and fold new rows into its indexes (a large vector table gets its vector index);
+        False when the table does not exist."""
+        with storage_errors(f"compact {name!r}"):
+            handle = self._tables.get(name)
+            if handle is None:
+                if name not in self._table_names(name):
+                    return False
+                handle = self.connection.open_table(name)
+            handle.optimize(cleanup_older_than=cleanup_older_than)
+            ensure_vector_index(handle)
+        return True
+
     def cached(self, name: str) -> bool:
         return name in self._tables
 
@@ -195,6 +228,7 @@ class Database:
         """Drop a cached handle (after another handle replaced the table)."""
         with self._lock:
             self._tables.pop(name, None)
+            self.reads.forget(name)
 
     def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
         """Append rows to a table in one commit."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentos.memory.blocks import MemoryEdit
+from agentos.blocks import MemoryEdit
 from agentos.messages import Message, ToolCall
 
 
@@ -55,8 +55,13 @@ def row_message(row: dict[str, Any]) -> Message:
     )
 
 
-def edit_row(agent_id: str, edit: MemoryEdit) -> dict[str, Any]:
-    return {"agent_id": agent_id, **edit.model_dump()}
+def edit_row(agent_id: str, rev: int, edit: MemoryEdit) -> dict[str, Any]:
+    """A memory edit as logged: with the state revision it lands with."""
+    return {"agent_id": agent_id, **edit.model_dump(), "rev": rev}
+
+
+def row_edit(row: dict[str, Any]) -> MemoryEdit:
+    return MemoryEdit(**{k: v for k, v in row.items() if k in MemoryEdit.model_fields})
 
 
 def embed_text(message: Message) -> str | None:

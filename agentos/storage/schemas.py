@@ -31,19 +31,22 @@ MESSAGES = _versioned(
     MESSAGES_VERSION,
 )
 
-AGENTS_VERSION = 1
+AGENTS_VERSION = 2  # v2: one row per agent, updated in place by compare-and-set, with the writer's lease
 AGENTS = _versioned(
     [
-        pa.field("name", pa.string(), nullable=False),
         pa.field("agent_id", pa.string(), nullable=False),
-        pa.field("rev", pa.int64(), nullable=False),
+        pa.field("name", pa.string(), nullable=False),
+        pa.field("rev", pa.int64(), nullable=False),  # the state's revision; every write names the one it follows
         pa.field("updated_at", TIMESTAMP, nullable=False),
         pa.field("state", pa.string(), nullable=False),  # AgentState as JSON
+        pa.field("lease_token", pa.string()),  # the writer holding the agent, or null
+        pa.field("lease_holder", pa.string()),  # who that is, as JSON: command, pid, host, since
+        pa.field("lease_expires_at", TIMESTAMP),
     ],
     AGENTS_VERSION,
 )
 
-MEMORY_EDITS_VERSION = 1
+MEMORY_EDITS_VERSION = 2  # v2: rev, the state revision the edit landed with (null: written before v2)
 MEMORY_EDITS = _versioned(
     [
         pa.field("agent_id", pa.string(), nullable=False),
@@ -52,6 +55,7 @@ MEMORY_EDITS = _versioned(
         pa.field("old_value", pa.string()),
         pa.field("new_value", pa.string()),
         pa.field("tool_call_id", pa.string()),
+        pa.field("rev", pa.int64()),
     ],
     MEMORY_EDITS_VERSION,
 )

@@ -1,26 +1,62 @@
-"""The store: the three tables behind every agent, written once per step in parallel commits."""
+"""The store: every agent's rows in one LanceDB database, and the one way a step is written.
+
+A step is written in one order: its messages, then the rows that follow from them (memory
+edits, a tier's rows), then the agent's state by compare-and-set. The state is the commit
+point: rows written after the last state a crash left behind are discarded when the agent is
+next opened for writing, so the blocks, the edit log, the context and recall always agree.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentos.errors import StorageError
-from agentos.memory.blocks import MemoryEdit
-from agentos.messages import Message
-from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
-from agentos.storage.records import edit_row, message_row, row_message
-from agentos.storage.schemas import TABLES
-from agentos.storage.vector_index import ensure_vector_index
-from agentos.storage.writer import GroupCommitWriter, StepBatch
+import pyarrow as pa
 
-COMPACT_EVERY_COMMITS = 100
-COMPACT_EVERY_SECONDS = 600.0  # also compact a table touched since, at most this often
-CLEANUP_OLDER_THAN = timedelta(minutes=2)
-KEEP_STATE_REVISIONS = 3
+from agentos.blocks import MemoryEdit
+from agentos.errors import AgentDeletedError
+from agentos.messages import Message
+from agentos.storage.agent_rows import AgentRow, AgentRows
+from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
+from agentos.storage.lease import Lease
+from agentos.storage.lease_keeper import LeaseKeeper
+from agentos.storage.maintenance import Maintenance
+from agentos.storage.records import message_row, row_edit, row_message
+from agentos.storage.schemas import TABLES
+
+Rows = Any  # a list of row dicts, or a pyarrow Table
+
+
+@dataclass
+class StepWrite:
+    """Rows a step (or several, after a failed write) still has to commit, and the state they lead to.
+
+    Chunks are appended per table as steps finish; `written` counts the chunks of each table
+    already committed, so a write retried after a failure writes no row twice.
+    """
+
+    base_rev: int
+    rev: int
+    chunks: dict[str, list[Rows]] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
+
+    def add(self, table: str, rows: Rows) -> None:
+        if rows is not None and len(rows):
+            self.chunks.setdefault(table, []).append(rows)
+
+    def unwritten(self, table: str) -> Rows | None:
+        parts = self.chunks.get(table, [])[self.written.get(table, 0):]
+        if not parts:
+            return None
+        if all(isinstance(p, list) for p in parts):
+            return [row for part in parts for row in part]
+        return pa.concat_tables([p if isinstance(p, pa.Table) else pa.Table.from_pylist(p) for p in parts])
+
+    def tables(self) -> list[str]:
+        """Tables with rows to write: messages first (what the other rows refer to), then the rest."""
+        names = [t for t in self.chunks if self.unwritten(t) is not None]
+        return sorted(names, key=lambda t: (t != "messages", t))
 
 
 class Store:
@@ -28,41 +64,87 @@ class Store:
 
     def __init__(self, uri: str | Path, storage_options: dict[str, str] | None = None) -> None:
         self.db = Database(uri, storage_options)
-        self._maintenance = Maintenance(self)
-        # messages and recall vectors first: conversation_search waits for them, not for the state
-        self._writer = GroupCommitWriter(self._write_rows, self._committed, first=("messages", "recall_vectors_"))
+        self.agents = AgentRows(self.db)
+        self.maintenance = Maintenance(self.db)
+        self.leases = LeaseKeeper(self.agents)
 
     @property
     def uri(self) -> str:
         return self.db.uri
 
-    # -- agent state -------------------------------------------------------------------------
+    # -- agents --------------------------------------------------------------------------------
 
-    def latest_states(self) -> dict[str, dict[str, Any]]:
-        """The newest state row of every agent, by name."""
-        rows = self._read("agents", None, ["name", "agent_id", "rev", "updated_at", "state"])
-        latest: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            if row["name"] not in latest or row["rev"] > latest[row["name"]]["rev"]:
-                latest[row["name"]] = row
-        return latest
+    def agent_rows(self) -> dict[str, AgentRow]:
+        """Every agent's row, by name."""
+        return self.agents.all()
 
-    def load_state(self, name: str) -> dict[str, Any] | None:
-        rows = self._read("agents", f"name = {quote(name)}", ["name", "agent_id", "rev", "updated_at", "state"])
-        return max(rows, key=lambda r: r["rev"]) if rows else None
+    def agent_row(self, name: str) -> AgentRow | None:
+        return self.agents.get(name)
 
-    def delete_agent(self, name: str, agent_id: str) -> None:
-        """Remove an agent: its state, messages and memory edits."""
-        self.flush()
-        with storage_errors(f"delete agent {name!r}"):
-            self.db.table("agents").delete(f"name = {quote(name)}")
-            self.db.table("messages").delete(f"agent_id = {quote(agent_id)}")
-            self.db.table("memory_edits").delete(f"agent_id = {quote(agent_id)}")
-            for table in (f"archival_{agent_id}", f"recall_vectors_{agent_id}"):
+    def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease) -> None:
+        """Add a new agent, held by `lease` from the start."""
+        self.agents.insert(name, agent_id, state_json, lease)
+        self.leases.keep(lease)
+        self.maintenance.committed(["agents"])
+
+    def open_agent(self, name: str, lease: Lease, *, force: bool = False, action: str = "it cannot be opened",
+                   hint: str = "Finish that session first.") -> AgentRow:
+        """Take the agent for writing (see `AgentRows.acquire`) and keep the lease renewed."""
+        row = self.agents.acquire(name, lease, force=force, action=action, hint=hint)
+        self.leases.keep(lease)
+        self.maintenance.committed(["agents"])
+        return row
+
+    def release(self, lease: Lease) -> None:
+        self.agents.release(lease)
+
+    def delete_agent(self, agent_id: str, name: str, lease: Lease | None, tier_tables: list[str]) -> None:
+        """Remove an agent: its row first (from then on it does not exist), then its messages, edits and tables."""
+        self.agents.delete(agent_id, lease)
+        self.leases.lose(agent_id, AgentDeletedError(f'agent "{name}" was deleted; nothing more is saved.'))
+        self.purge(agent_id, tier_tables)
+
+    def purge(self, agent_id: str, tier_tables: list[str]) -> None:
+        """Remove every row and table an agent left, whether or not it still exists."""
+        with storage_errors("delete the agent's memory"):
+            for name in ("messages", "memory_edits"):
+                self.db.table(name).delete(f"agent_id = {quote(agent_id)}")
+            for table in tier_tables:
                 self.db.drop(table)
                 self.db.drop(table + SWAP_SUFFIX)
 
-    # -- messages ----------------------------------------------------------------------------
+    # -- the step ------------------------------------------------------------------------------
+
+    def write_step(self, agent_id: str, lease: Lease, step: StepWrite, state_json: str) -> None:
+        """Commit the step's rows, then move the agent's state from `step.base_rev` to `step.rev`.
+
+        Raises a StorageError when a write fails (what was written is counted in `step.written`,
+        so the next call goes on from there), and LeaseLostError when the agent is no longer this
+        session's to write (taken over, deleted, or changed under it)."""
+        if lease.lost:
+            raise lease.lost
+        tables = step.tables()
+        for table in tables:
+            rows = step.unwritten(table)
+            self.db.add(table, rows)
+            step.written[table] = len(step.chunks[table])
+        self.agents.write_state(lease, step.base_rev, step.rev, state_json)
+        self.maintenance.committed([*tables, "agents"])
+
+    def discard_uncommitted(self, agent_id: str, message_count: int, rev: int) -> list[str]:
+        """Delete the rows a cut-short step left after the agent's last state; return the discarded message ids."""
+        where = f"agent_id = {quote(agent_id)} AND seq >= {int(message_count)}"
+        edits = f"agent_id = {quote(agent_id)} AND rev > {int(rev)}"
+        with storage_errors("repair the agent's last step"):
+            messages, log = self.db.table("messages"), self.db.table("memory_edits")
+            ids = [r["id"] for r in messages.search().where(where).select(["id"]).limit(None).to_arrow().to_pylist()]
+            if ids:
+                messages.delete(where)
+            if log.count_rows(edits):
+                log.delete(edits)
+        return ids
+
+    # -- reads ---------------------------------------------------------------------------------
 
     def get_messages(self, agent_id: str, ids: list[str]) -> list[Message]:
         """The messages with these ids, in the order of `ids` (missing ids are skipped)."""
@@ -77,85 +159,24 @@ class Store:
         return [found[i] for i in ids if i in found]
 
     def count_messages(self, agent_id: str) -> int:
-        self.flush()
         with storage_errors("count messages"):
             handle = self.db.table("messages")
             handle.checkout_latest()
-            return handle.count_rows(f"agent_id = {quote(agent_id)}")
+            return int(handle.count_rows(f"agent_id = {quote(agent_id)}"))
 
-    def memory_edits(self, agent_id: str) -> list[MemoryEdit]:
-        rows = self._read("memory_edits", f"agent_id = {quote(agent_id)}", None)
-        edits = [MemoryEdit(**{k: v for k, v in row.items() if k != "agent_id"}) for row in rows]
-        return sorted(edits, key=lambda e: e.at)
-
-    # -- the step commit ---------------------------------------------------------------------
-
-    def commit_step(
-        self,
-        *,
-        name: str,
-        agent_id: str,
-        rev: int,
-        state_json: str,
-        messages: list[tuple[int, Message]],
-        edits: list[MemoryEdit],
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        """Hand one step to the group-commit writer: its messages, memory edits and the new state.
-
-        Returns at once; `flush()` waits until it is on disk. Raises a StorageError left by a
-        failed earlier write (those rows stay queued and are retried). Each table gets one
-        commit per group; a crash between tables loses only the step in flight, because
-        loading drops in-context ids whose messages are missing.
-        """
-        state_row = {"name": name, "agent_id": agent_id, "rev": rev,
-                     "updated_at": datetime.now(timezone.utc), "state": state_json}
-        rows: dict[str, Any] = {
-            "messages": [message_row(agent_id, seq, m) for seq, m in messages],
-            "memory_edits": [edit_row(agent_id, e) for e in edits],
-            **(extra or {}),
-        }
-        self._writer.submit(StepBatch(state_row=state_row, rows=rows))
-
-    def flush(self) -> None:
-        """Wait until every submitted step is written."""
-        self._writer.flush()
-
-    def unwritten(self, table: str) -> list[Any]:
-        """Rows saved for `table` but not yet committed (what recall matches in memory meanwhile)."""
-        return self._writer.unwritten(table)
-
-    def _write_rows(self, table: str, rows: Any) -> None:
-        self.db.add(table, rows)
-
-    def _committed(self, tables: list[str], batches: list[StepBatch]) -> None:
-        for batch in batches:
-            if batch.state_row is not None:
-                self._maintenance.note_state(batch.state_row["name"], batch.state_row["rev"])
-        self._maintenance.committed(tables)
+    def memory_edits(self, agent_id: str, *, up_to_rev: int | None = None) -> list[MemoryEdit]:
+        """The agent's memory edit log, oldest first; `up_to_rev` leaves out edits of later (unsaved) steps."""
+        where = f"agent_id = {quote(agent_id)}"
+        if up_to_rev is not None:
+            where += f" AND (rev IS NULL OR rev <= {int(up_to_rev)})"
+        return sorted((row_edit(row) for row in self._read("memory_edits", where, None)), key=lambda e: e.at)
 
     def add_messages(self, agent_id: str, messages: list[tuple[int, Message]]) -> None:
-        """Bulk-append messages (imports, benchmarks) in one commit."""
-        self.flush()
+        """Bulk-append messages (imports, benchmarks) in one commit; the agent's state must then count them."""
         self.db.add("messages", [message_row(agent_id, seq, m) for seq, m in messages])
-
-    def wait_for_maintenance(self) -> None:
-        """Block until queued writes and background compaction (if any) have finished."""
-        self.flush()
-        self._maintenance.wait()
-
-    def compact(self) -> None:
-        """Compact every table and prune old versions now."""
-        self.flush()
-        self._maintenance.run_now()
-
-    def close(self) -> None:
-        """Write everything queued, wait for background maintenance and stop the writer."""
-        self._writer.close()
-        self._maintenance.wait()
+        self.maintenance.committed(["messages"])
 
     def _read(self, table: str, where: str | None, columns: list[str] | None) -> list[dict[str, Any]]:
-        self.flush()  # read your own writes
         with storage_errors(f"read {table!r}"):
             handle = self.db.table(table)
             handle.checkout_latest()  # see what other processes wrote
@@ -164,77 +185,24 @@ class Store:
                 query = query.where(where)
             if columns:
                 query = query.select(columns)
-            return query.limit(None).to_arrow().to_pylist()
+            return query.limit(None).to_arrow().to_pylist()  # type: ignore[no-any-return]
 
-
-class Maintenance:
-    """Compacts tables and prunes old versions in the background, every so many commits.
-
-    LanceDB leaves one fragment and one version per commit; without this, months of use
-    make search hundreds of times slower and the database a thousand times larger.
-    """
-
-    def __init__(self, store: Store, every: int = COMPACT_EVERY_COMMITS) -> None:
-        self.store = store
-        self.every = every
-        self.commits: dict[str, int] = {}
-        self._thread: threading.Thread | None = None
-        self._stale_states: dict[str, int] = {}
-        self.runs = 0
-        self.last_error: str | None = None
-        self.last_run = time.monotonic()
+    # -- upkeep --------------------------------------------------------------------------------
 
     def touched(self, table: str) -> None:
-        """A write outside a step (archival inserts and deletes)."""
-        self.commits[table] = self.commits.get(table, 0) + 1
-        self._schedule()
+        """A write outside a step (archival inserts and deletes): counted towards compaction."""
+        self.maintenance.committed([table])
 
-    def note_state(self, name: str, rev: int) -> None:
-        """Remember the newest state revision of an agent, so older ones can be pruned."""
-        self._stale_states[name] = rev
+    def wait_for_maintenance(self) -> None:
+        """Block until background compaction (if any) has finished."""
+        self.maintenance.wait()
 
-    def committed(self, tables: list[str]) -> None:
-        for table in tables:
-            self.commits[table] = self.commits.get(table, 0) + 1
-        self._schedule()
+    def compact(self) -> None:
+        """Compact every table written in this process, and the shared ones, now."""
+        self.maintenance.run_now(sorted(set(self.maintenance.commits) | set(TABLES)))
 
-    def _schedule(self) -> None:
-        overdue = time.monotonic() - self.last_run >= COMPACT_EVERY_SECONDS
-        due = [t for t, n in self.commits.items() if n >= self.every or (overdue and n > 0)]
-        if due and (self._thread is None or not self._thread.is_alive()):
-            for t in due:
-                self.commits[t] = 0
-            stale, self._stale_states = self._stale_states, {}
-            thread = threading.Thread(target=self._run, args=(due, stale), daemon=True, name="agentos-compact")
-            thread.start()
-            self._thread = thread
+    def close(self) -> None:
+        """Give back every lease this process holds and let background maintenance finish."""
+        self.leases.release_all()
+        self.maintenance.wait()
 
-    def _run(self, tables: list[str], stale: dict[str, int]) -> None:
-        try:
-            if "agents" in tables:
-                for name, rev in stale.items():
-                    self.store.db.table("agents").delete(
-                        f"name = {quote(name)} AND rev <= {int(rev) - KEEP_STATE_REVISIONS}"
-                    )
-            for table in tables:
-                if table not in TABLES and not self.store.db.cached(table):
-                    continue  # dropped since (a deleted agent, a reindex)
-                # optimize() also folds new rows into the FTS and vector indexes
-                self.store.db.table(table).optimize(cleanup_older_than=CLEANUP_OLDER_THAN)
-                if table.startswith(("archival_", "recall_vectors_")):
-                    ensure_vector_index(self.store.db.table(table))
-            self.runs += 1
-            self.last_run = time.monotonic()
-        except Exception as exc:  # noqa: BLE001 - maintenance must never break a turn
-            self.last_error = str(exc)
-
-    def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-
-    def run_now(self) -> None:
-        """Compact every table now, in the foreground."""
-        self.wait()
-        self._run(list(self.commits) or ["agents", "messages", "memory_edits"], dict(self._stale_states))
-        if self.last_error:
-            raise StorageError(f"compaction failed: {self.last_error}")

@@ -5,24 +5,15 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentos.errors import ToolDefinitionError
+from agentos.tools.context import ToolContext
 
 _ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?)\s*:\s*$")
-
-
-@dataclass
-class ToolContext:
-    """What a running tool may reach besides its arguments: the agent and the call being served."""
-
-    agent: Any
-    call_id: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -132,7 +123,7 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
     """Turn a typed function with a Google-style docstring into a `Tool`.
 
-    Use as `@tool` or `@tool(name="...")`. A parameter typed `ToolContext` receives the agent.
+    Use as `@tool` or `@tool(name="...")`. A parameter typed `ToolContext` receives the agent's memory.
     """
     if fn is None:
         return lambda f: Tool(f, name=name, description=description)

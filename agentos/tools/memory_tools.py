@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from agentos.memory.blocks import MemoryEdit
-from agentos.tools.decorator import Tool, ToolContext, tool
+from agentos.blocks import Block
+from agentos.tools.context import ToolContext
+from agentos.tools.decorator import Tool, tool
 
 
-def _confirm(ctx: ToolContext, edit: MemoryEdit, verb: str) -> str:
-    ctx.agent.record_memory_edit(edit)
-    block = ctx.agent.memory.get(edit.label)
-    return f'{verb} block "{edit.label}"; it now has {len(block.value):,} of {block.limit:,} characters.'
+def _confirm(block: Block, verb: str) -> str:
+    return f'{verb} block "{block.label}"; it now has {len(block.value):,} of {block.limit:,} characters.'
 
 
 @tool
@@ -20,7 +19,7 @@ def core_memory_append(label: str, content: str, ctx: ToolContext) -> str:
         label: The block to edit, for example "human" or "persona".
         content: The text to add; it goes on a new line at the end of the block.
     """
-    return _confirm(ctx, ctx.agent.memory.append(label, content, ctx.call_id), "Appended to")
+    return _confirm(ctx.memory.append_block(label, content), "Appended to")
 
 
 @tool
@@ -32,8 +31,8 @@ def core_memory_replace(label: str, old_content: str, new_content: str, ctx: Too
         old_content: The exact text to replace; it must occur exactly once in the block.
         new_content: The text to put in its place; an empty string deletes old_content.
     """
-    edit = ctx.agent.memory.replace(label, old_content, new_content, ctx.call_id)
-    return _confirm(ctx, edit, "Deleted text from" if not new_content else "Updated")
+    block = ctx.memory.replace_block(label, old_content, new_content)
+    return _confirm(block, "Deleted text from" if not new_content else "Updated")
 
 
 def core_memory_tools() -> list[Tool]:

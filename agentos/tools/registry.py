@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from agentos.errors import ToolError
 from agentos.messages import ToolCall
-from agentos.tools.decorator import Tool, ToolContext
+from agentos.tools.context import ToolContext
+from agentos.tools.decorator import Tool
 
 DEFAULT_OUTPUT_LIMIT = 4000
 ERROR_LIMIT = 1000

@@ -13,16 +13,25 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
-from agentos.chat import _short, describe_edit, describe_eviction, format_context
+from agentos.commands import Outcome, help_text, run_command
 from agentos.events import (
     MemoryEdited,
     MessagesEvicted,
     Notice,
+    ReplyIncomplete,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnFailed,
     UsageReported,
+)
+from agentos.formatting import (
+    describe_edit,
+    describe_eviction,
+    describe_failure,
+    describe_incomplete,
+    ends_session,
+    short,
 )
 from agentos.tui.messages import AgentEvent, StatusChanged, TurnEnded, TurnError
 from agentos.tui.status import StatusInfo, take_status
@@ -31,13 +40,8 @@ from agentos.tui.widgets import Conversation, Line, MemoryPanel, Reply, StatusLi
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
 
-HELP = """Commands:
-  /memory     focus and refresh the core memory panel
-  /context    show what fills the context window
-  /summarize  summarize and evict old messages now
-  /help       show this help
-  /exit       leave (the agent is saved after every step)
-Escape cancels a reply in progress; Ctrl-C leaves."""
+KEYS = "Escape cancels a reply in progress; Ctrl-C leaves."
+HELP = help_text(KEYS)
 
 QUIT_WAIT_SECONDS = 10.0
 
@@ -72,6 +76,7 @@ class AgentApp(App[int]):
         self.agent = agent
         self.busy = False
         self.closed = False
+        self.ended: str | None = None
         self._cancel = threading.Event()
         self._reply: Reply | None = None
         self._tools: dict[str, Line] = {}
@@ -83,14 +88,14 @@ class AgentApp(App[int]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             yield Conversation(id="conversation")
-            yield MemoryPanel(list(self.agent.memory), id="memory")
+            yield MemoryPanel(self.agent.blocks, id="memory")
         yield StatusLine(id="status")
         yield Input(placeholder="Message (/help for commands)", id="prompt")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = self.agent.name
-        self.conversation.add(f'Chatting with "{self.agent.name}" ({self.agent.state.model}). /help for commands.',
+        self.conversation.add(f'Chatting with "{self.agent.name}" ({self.agent.model}). /help for commands.',
                               classes="info")
         self._set_status(take_status(self.agent))
         self.query_one("#prompt", Input).focus()
@@ -129,36 +134,19 @@ class AgentApp(App[int]):
 
     def command(self, line: str) -> None:
         """Run a slash command, as in the line REPL."""
-        name = line.split()[0].lower()
-        if name in ("/exit", "/quit"):
+        outcome = run_command(self.agent, line, keys=KEYS, busy=self.busy)
+        if outcome.exit:
             self.call_later(self.action_quit)
             return
-        if name == "/help":
-            self.conversation.add(HELP, classes="info")
-        elif name == "/memory":
-            self.memory_panel.show(list(self.agent.memory))
+        if outcome.memory:
+            self.memory_panel.show(self.agent.blocks)
             self.memory_panel.focus()
-        elif self.busy and name in ("/context", "/summarize"):
-            self.conversation.add(f"(wait for the reply, or press Escape, before {name})", classes="info")
-        elif name == "/context":
-            self.conversation.add(format_context(self.agent), classes="info")
-        elif name == "/summarize":
-            self.summarize()
-        else:
-            self.conversation.add(f"unknown command {name}. {HELP}", classes="error")
-
-    def summarize(self) -> None:
-        """Compact now and show what the pager did."""
-        try:
-            events = self.agent.compact()
-        except Exception as exc:  # noqa: BLE001 - shown, never a crash
-            self.conversation.add(f"error: {type(exc).__name__}: {exc}", classes="error")
             return
-        for event in events:
-            if isinstance(event, MessagesEvicted):
-                self.conversation.add(describe_eviction(event).strip(), classes="info")
-            else:
-                self.conversation.add(f"! {event.text}", classes="info")  # type: ignore[union-attr]
+        self.show(outcome)
+
+    def show(self, outcome: Outcome) -> None:
+        for text, style in outcome.lines:
+            self.conversation.add(text, classes=style)
         self._set_status(take_status(self.agent))
 
     # -- the turn ----------------------------------------------------------------------------
@@ -215,26 +203,36 @@ class AgentApp(App[int]):
         self._reply = None
         if isinstance(event, ToolCallStarted):
             self._tools[event.call_id] = self.conversation.add(
-                f"→ {event.name}({_short(event.arguments, 70)})", classes="tool")
+                f"→ {event.name}({short(event.arguments, 70)})", classes="tool")
         elif isinstance(event, ToolCallFinished):
             line = self._tools.get(event.call_id)
             if event.is_error:
-                text = f"✗ {event.name}: {_short(event.result, 100)}"
+                text = f"✗ {event.name}: {short(event.result, 100)}"
                 if line is None:
                     self.conversation.add(text, classes="error")
                 else:
                     line.set_text(text)
                     line.set_classes("error")
         elif isinstance(event, MemoryEdited):
-            self.conversation.add(describe_edit(event).strip(), classes="memory-edit")
-            self.memory_panel.show(list(self.agent.memory), changed=event.label)
+            self.conversation.add(describe_edit(event), classes="memory-edit")
+            self.memory_panel.show(self.agent.blocks, changed=event.label)
         elif isinstance(event, MessagesEvicted):
-            self.conversation.add(describe_eviction(event).strip(), classes="info")
+            self.conversation.add(describe_eviction(event), classes="info")
+        elif isinstance(event, ReplyIncomplete):
+            self.conversation.add(describe_incomplete(event), classes="error")
         elif isinstance(event, Notice):
             self.conversation.add(f"! {event.text}", classes="info")
         elif isinstance(event, TurnFailed):
-            kind = "" if event.kind in event.error else f" ({event.kind})"
-            self.conversation.add(f"error: {event.error}{kind}", classes="error")
+            self.conversation.add(describe_failure(event), classes="error")
+            if ends_session(event):
+                self.end_session(event.error)
+
+    def end_session(self, why: str) -> None:
+        """This session can no longer save the agent (deleted or taken over): no more turns."""
+        self.ended = why
+        prompt = self.query_one("#prompt", Input)
+        prompt.placeholder = "This session has ended; the agent cannot be saved from here. Ctrl-C leaves."
+        prompt.disabled = True
 
     def on_status_changed(self, message: StatusChanged) -> None:
         self._set_status(message.info)

@@ -29,6 +29,6 @@ class StatusInfo:
 
 def take_status(agent: "Agent") -> StatusInfo:
     """Read the agent's numbers (call only where no turn is changing the agent concurrently)."""
-    b = agent.pager.breakdown()
-    return StatusInfo(model=agent.state.model, total=b["total"], window=b["window"],
+    b = agent.context_breakdown()
+    return StatusInfo(model=agent.model, total=b["total"], window=b["window"],
                       messages=agent.state.message_count, in_context=len(agent.context))

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from agentos.memory.blocks import Block
+from agentos.blocks import Block
 
 HIGHLIGHT_SECONDS = 1.5
 

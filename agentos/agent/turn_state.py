@@ -1,0 +1,221 @@
+"""The one owner of an agent's mutable state: context, summary, blocks, counters and token calibration.
+
+Everything else reads it, or hands it a change to apply: the pager a `Compaction`, the pager's
+token count a `Calibration`, the memory tools an edit, the loop a message. It also gathers what
+changed since the last save into the rows of the next step write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable, Iterable, Sequence
+
+from agentos.agent.context import unanswered_calls
+from agentos.agent.state import AgentSettings, AgentState
+from agentos.blocks import Block, CoreMemory, MemoryEdit
+from agentos.events import MessagesEvicted
+from agentos.messages import Message, utc_now
+from agentos.storage.records import edit_row, message_row
+from agentos.storage.store import Rows, StepWrite
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the token estimate learned from the provider: tokens per byte (None until measured), and
+    the provider's count minus the estimate for the last request."""
+
+    tokens_per_byte: float | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What a compaction changes, as the pager returns it: the context and summary that replace the old ones."""
+
+    context: tuple[Message, ...]
+    summary: str
+    alerted: bool
+    event: MessagesEvicted
+
+
+class TurnState:
+    """An agent's state between saves; `prepare_save` turns what changed into one `StepWrite`."""
+
+    def __init__(self, state: AgentState, context: Iterable[Message]) -> None:
+        self._state = state.model_copy(deep=True)
+        self._context: list[Message] = list(context)
+        self._memory = CoreMemory([b.model_copy() for b in self._state.blocks])
+        self._new_messages: list[tuple[int, Message]] = []
+        self._new_edits: list[MemoryEdit] = []
+        self._unreported: list[MemoryEdit] = []
+        self._changed = False  # the context, summary or settings changed since the last save
+        self._pending: StepWrite | None = None  # handed to storage, not yet committed
+        self._pending_ids: list[str] = []
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self._state.id
+
+    @property
+    def name(self) -> str:
+        return self._state.name
+
+    @property
+    def model(self) -> str:
+        return self._state.model
+
+    @property
+    def settings(self) -> AgentSettings:
+        """The agent's settings (read them; change them through this object's setters)."""
+        return self._state.settings
+
+    @property
+    def context(self) -> tuple[Message, ...]:
+        return tuple(self._context)
+
+    def last(self) -> Message | None:
+        return self._context[-1] if self._context else None
+
+    @property
+    def summary(self) -> str:
+        return self._state.summary
+
+    @property
+    def message_count(self) -> int:
+        return self._state.message_count
+
+    @property
+    def hidden_count(self) -> int:
+        """Messages saved that are no longer in the context."""
+        return max(0, self._state.message_count - len(self._context))
+
+    @property
+    def rev(self) -> int:
+        return self._state.rev
+
+    @property
+    def alerted(self) -> bool:
+        return self._state.memory_pressure_alerted
+
+    @property
+    def calibration(self) -> Calibration:
+        return Calibration(self._state.token_ratio, self._state.token_offset)
+
+    @property
+    def compactions(self) -> int:
+        return self._state.compactions
+
+    @property
+    def last_memory_edit_at(self) -> datetime | None:
+        return self._state.last_memory_edit_at
+
+    def blocks(self) -> list[Block]:
+        """Copies of the core memory blocks, in display order."""
+        return [b.model_copy() for b in self._memory]
+
+    def block(self, label: str) -> Block:
+        return self._memory.get(label).model_copy()
+
+    def blocks_view(self) -> list[Block]:
+        """The blocks themselves, for rendering the prompt without copying (never to be changed)."""
+        return list(self._memory)
+
+    def snapshot(self) -> AgentState:
+        """The state as it would be saved now."""
+        state = self._state.model_copy(deep=True)
+        state.in_context_ids = [m.id for m in self._context]
+        state.blocks = self.blocks()
+        return state
+
+    @property
+    def has_changes(self) -> bool:
+        """Whether anything changed since the last save (messages, edits, the context or settings)."""
+        return bool(self._new_messages or self._new_edits or self._changed or self._pending)
+
+    # -- changing ------------------------------------------------------------------------------
+
+    def append(self, message: Message) -> None:
+        """Add a message to the context; it is written to recall with the next save."""
+        self._new_messages.append((self._state.message_count, message))
+        self._state.message_count += 1
+        self._context.append(message)
+
+    def add_history(self, messages: Sequence[Message], in_context: int = 0) -> None:
+        """Add messages to recall; only the last `in_context` of them join the context (imports, evaluations)."""
+        for message in messages:
+            self._new_messages.append((self._state.message_count, message))
+            self._state.message_count += 1
+        if in_context > 0:
+            self._context.extend(messages[-in_context:])
+            self._changed = True
+
+    def close_open_calls(self) -> None:
+        """Give every tool call of the last reply that has no result an error result (a cut-short step)."""
+        for result in unanswered_calls(self._context):
+            self.append(result)
+
+    def append_block(self, label: str, content: str, call_id: str | None) -> Block:
+        return self._edited(self._memory.append(label, content, call_id))
+
+    def replace_block(self, label: str, old_content: str, new_content: str, call_id: str | None) -> Block:
+        return self._edited(self._memory.replace(label, old_content, new_content, call_id))
+
+    def _edited(self, edit: MemoryEdit) -> Block:
+        self._state.last_memory_edit_at = edit.at
+        self._new_edits.append(edit)
+        self._unreported.append(edit)
+        return self.block(edit.label)
+
+    def take_edit_reports(self) -> list[MemoryEdit]:
+        """The edits made since the last call, for the turn's MemoryEdited events."""
+        edits, self._unreported = self._unreported, []
+        return edits
+
+    def apply(self, compaction: Compaction) -> None:
+        self._context = list(compaction.context)
+        self._state.summary = compaction.summary
+        self._state.memory_pressure_alerted = compaction.alerted
+        self._state.compactions += 1
+        self._changed = True
+
+    def calibrate(self, calibration: Calibration) -> None:
+        self._state.token_ratio, self._state.token_offset = calibration.tokens_per_byte, calibration.offset
+
+    def set_alerted(self, alerted: bool) -> None:
+        self._state.memory_pressure_alerted = alerted
+
+    def update_settings(self, **changes: object) -> AgentSettings:
+        """Replace settings (validated as a whole), e.g. the embedder after a reindex or the context window."""
+        merged = {**self._state.settings.model_dump(), **changes}
+        self._state.settings = AgentSettings.model_validate(merged)
+        self._changed = True
+        return self._state.settings
+
+    def set_tool_names(self, names: Sequence[str]) -> None:
+        self._state.tool_names = list(names)
+
+    # -- saving --------------------------------------------------------------------------------
+
+    def prepare_save(self, tier_rows: Callable[[list[Message]], dict[str, Rows]]) -> tuple[StepWrite, str, list[str]]:
+        """Move what changed into the pending step write; return it, the state it leads to (JSON) and the ids
+        of the messages it saves. `tier_rows` gives the tiers' rows for the new messages."""
+        step = self._pending or StepWrite(base_rev=self._state.rev, rev=self._state.rev + 1)
+        messages = [m for _, m in self._new_messages]
+        step.add("messages", [message_row(self.id, seq, m) for seq, m in self._new_messages])
+        step.add("memory_edits", [edit_row(self.id, step.rev, e) for e in self._new_edits])
+        for table, rows in tier_rows(messages).items():
+            step.add(table, rows)
+        self._pending_ids += [m.id for m in messages]
+        self._new_messages, self._new_edits, self._changed, self._pending = [], [], False, step
+        self._state.last_active_at = utc_now()
+        state = self.snapshot()
+        state.rev = step.rev
+        return step, state.model_dump_json(), list(self._pending_ids)
+
+    def saved(self, step: StepWrite) -> None:
+        """The pending step write landed: the state is at its revision now."""
+        self._state.rev = step.rev
+        self._pending, self._pending_ids = None, []

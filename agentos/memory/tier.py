@@ -1,0 +1,94 @@
+"""The memory tier interface: what a tier owns, what it shows the model, and how it is kept.
+
+A tier (recall, archival, later facts or an entity graph) declares its tables, its tools and
+its lines in the prompt's metadata, reacts to each step's new messages, and says how it is
+deleted, reindexed and compacted. The agent, `agentos delete`, `agentos reindex` and the
+metadata template only ever go through this interface, so a new tier touches none of them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
+
+from agentos.errors import ReadOnlyAgentError
+from agentos.memory.embedders import Embedder
+from agentos.messages import Message
+from agentos.storage.db import SWAP_SUFFIX, Database
+from agentos.tools.decorator import Tool
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+Rows = Any  # a list of row dicts, or a pyarrow Table
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """What the agent knows that a tier may show in the prompt's metadata."""
+
+    message_count: int  # messages ever saved
+    hidden_count: int  # of those, how many are out of the context
+
+
+@dataclass
+class TierContext:
+    """What a tier of one agent is built from: the database, the agent, its embedder and whether it may write."""
+
+    db: Database
+    agent_id: str
+    embedder: Callable[[], Embedder]  # resolved on first use, once per agent
+    writable: bool = True
+    on_write: Callable[[str], None] | None = None  # told the table name after a write outside a step
+
+    def check_writable(self, what: str) -> None:
+        if not self.writable:
+            raise ReadOnlyAgentError(f"cannot {what}: the agent was opened read-only.")
+
+    def wrote(self, table: str) -> None:
+        if self.on_write is not None:
+            self.on_write(table)
+
+
+class Tier(ABC):
+    """One kind of memory of one agent."""
+
+    name: ClassVar[str]
+
+    def __init__(self, ctx: TierContext) -> None:
+        self.ctx = ctx
+
+    @classmethod
+    @abstractmethod
+    def table_names(cls, agent_id: str) -> list[str]:
+        """Every table this tier may hold for the agent (they need not exist yet)."""
+
+    def tools(self) -> list[Tool]:
+        """The tools the model uses to reach this tier."""
+        return []
+
+    def metadata(self, stats: MemoryStats) -> list[str]:
+        """Lines this tier adds to the prompt's memory metadata (counts shown to the model are never stale)."""
+        return []
+
+    def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
+        """Rows to write, by table, with a step's new messages (before the agent's state)."""
+        return {}
+
+    def discard(self, message_ids: Sequence[str]) -> None:
+        """Forget rows made for messages whose step never landed (a crash before the state was written)."""
+
+    def reindex(self, embedder: Embedder, progress: Progress) -> int:
+        """Rebuild what depends on the embedder with `embedder`; return how many items were re-embedded."""
+        return 0
+
+    def compact(self) -> None:
+        """Compact this tier's tables now (background maintenance does this on its own schedule)."""
+        for name in self.table_names(self.ctx.agent_id):
+            self.ctx.db.optimize(name)
+
+    @classmethod
+    def delete(cls, db: Database, agent_id: str) -> None:
+        """Remove everything this tier holds for an agent (no embedder needed)."""
+        for name in cls.table_names(agent_id):
+            db.drop(name)
+            db.drop(name + SWAP_SUFFIX)

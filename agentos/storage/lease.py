@@ -1,0 +1,131 @@
+"""Who holds an agent for writing: the holder's identity, whether it is still alive, and the lease it holds.
+
+The lease itself lives in the agent's row of the `agents` table and is taken, renewed and given
+back by compare-and-set updates of that row (see `agent_rows`). LanceDB commits a new table
+version only if no other writer committed a conflicting one first (conditional PUT on object
+storage, an exclusive rename on local disk), and an update whose filter no longer matches after
+a conflict changes nothing. So a lease is valid wherever LanceDB is, with no lock files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from agentos.errors import LeaseLostError
+from agentos.messages import utc_now
+
+LEASE_SECONDS = 60.0  # how long a lease lasts without renewal; a holder on this host that died is seen at once
+RENEW_SECONDS = 20.0  # a held lease not renewed by a write for this long is renewed by the keeper
+
+
+def _process_start(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, from /proc), to tell it from a later one with its pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _command() -> str:
+    """This process's command line, as a user would recognise it (`agentos chat sam`, `python -m pytest`)."""
+    argv = list(sys.argv) or [""]
+    first = Path(argv[0]) if argv[0] not in ("", "-c") else None
+    if first is None:
+        program = "python -c ..." if argv[0] == "-c" else "python"
+    elif first.name == "__main__.py":
+        program = f"python -m {first.parent.name}"
+    elif first.suffix == ".py":
+        program = f"python {argv[0]}"
+    else:
+        program = first.name
+    return " ".join([program, *argv[1:]])[:200]
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A process that holds (or held) an agent for writing."""
+
+    command: str
+    pid: int
+    host: str
+    since: datetime
+    process_start: str | None = None
+
+    @classmethod
+    def this_process(cls) -> "Holder":
+        pid = os.getpid()
+        return cls(command=_command(), pid=pid, host=socket.gethostname(), since=utc_now(),
+                   process_start=_process_start(pid))
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "since": self.since.isoformat()})
+
+    @classmethod
+    def from_json(cls, text: str | None) -> "Holder | None":
+        if not text:
+            return None
+        try:
+            data = json.loads(text)
+            return cls(command=str(data["command"]), pid=int(data["pid"]), host=str(data["host"]),
+                       since=datetime.fromisoformat(data["since"]), process_start=data.get("process_start"))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def is_this_process(self) -> bool:
+        return self.host == socket.gethostname() and self.pid == os.getpid()
+
+    def is_gone(self) -> bool:
+        """True when this holder ran on this host and that process has ended (or its pid was reused)."""
+        if self.host != socket.gethostname():
+            return False
+        if self.pid == os.getpid():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # alive, and someone else's
+        started = _process_start(self.pid)
+        return bool(self.process_start and started and started != self.process_start)
+
+    def describe(self) -> str:
+        """`agentos chat sam` (pid 4242 on laptop, since 2026-12-01 11:30:05 UTC)."""
+        return f"`{self.command}` (pid {self.pid} on {self.host}, since {self.since:%Y-%m-%d %H:%M:%S} UTC)"
+
+
+@dataclass(eq=False)  # compared by identity: each one is a distinct hold
+class Lease:
+    """This process's hold on one agent: the token every write must present, and when it runs out."""
+
+    agent_id: str
+    name: str
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    holder: Holder = field(default_factory=Holder.this_process)
+    expires_at: datetime = field(default_factory=utc_now)
+    lost: LeaseLostError | None = None  # why this lease is no longer held: the error every write raises
+    released: bool = False
+    confirmed: float = field(default_factory=time.monotonic)  # when a write last showed it still held
+
+    def extended(self) -> datetime:
+        """The expiry a write or renewal made now sets."""
+        return utc_now() + timedelta(seconds=LEASE_SECONDS)
+
+    def held_until(self, expires: datetime) -> None:
+        """A write or renewal that named this lease just landed."""
+        self.expires_at, self.confirmed, self.released = expires, time.monotonic(), False
+
+    @property
+    def due(self) -> bool:
+        """Whether the keeper should renew it now."""
+        return not self.lost and not self.released and (
+            self.expires_at - utc_now()).total_seconds() < LEASE_SECONDS - RENEW_SECONDS
