@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime
 
 from pydantic import BaseModel, Field, field_validator
@@ -63,7 +64,7 @@ class CoreMemory:
             raise MemoryEditError(f'no memory block labelled "{label}". Blocks: {known}.')
         return block
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Block]:
         return iter(self.blocks.values())
 
     def append(self, label: str, content: str, tool_call_id: str | None = None) -> MemoryEdit:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Callable, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 from agentos.commands import help_text, run_command
 from agentos.events import (
@@ -37,7 +38,7 @@ class Repl:
 
     def __init__(
         self,
-        agent: "Agent",
+        agent: Agent,
         read: Callable[[str], str] = input,
         out: TextIO | None = None,
     ) -> None:

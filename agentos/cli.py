@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from agentos.cli_memory import add_memory_commands
 from agentos.errors import AgentOSError

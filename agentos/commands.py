@@ -46,12 +46,12 @@ class Outcome:
     exit: bool = False
     memory: bool = False
 
-    def say(self, text: str, style: Style = "info") -> "Outcome":
+    def say(self, text: str, style: Style = "info") -> Outcome:
         self.lines.append((text, style))
         return self
 
 
-def run_command(agent: "Agent", line: str, *, keys: str, busy: bool = False) -> Outcome:
+def run_command(agent: Agent, line: str, *, keys: str, busy: bool = False) -> Outcome:
     """Run one slash command against `agent` (`busy`: a reply is in progress, so only quick reads run)."""
     name = line.split()[0].lower()
     command = _BY_NAME.get(name)
@@ -70,7 +70,7 @@ def run_command(agent: "Agent", line: str, *, keys: str, busy: bool = False) -> 
     return summarize(agent)
 
 
-def summarize(agent: "Agent") -> Outcome:
+def summarize(agent: Agent) -> Outcome:
     """Compact now and say what the pager did."""
     out = Outcome()
     try:

@@ -29,6 +29,16 @@ def database_uri(home: Path | None = None) -> str:
     return str(configured) if configured else str((home or data_home()) / "db")
 
 
+def storage_options(home: Path | None = None) -> dict[str, str] | None:
+    """Options for an object-store `database_uri` (endpoint, region, credentials), from `storage_options` in config."""
+    options = load_config(home).get("storage_options")
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise ConfigError(f'"storage_options" in {config_path(home)} must be an object of strings.')
+    return {str(k): str(v) for k, v in options.items()}
+
+
 def config_path(home: Path | None = None) -> Path:
     return (home or data_home()) / "config.json"
 

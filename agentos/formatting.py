@@ -47,7 +47,7 @@ def format_context(breakdown: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def describe_agent(agent: "Agent") -> str:
+def describe_agent(agent: Agent) -> str:
     """The header of `agentos show`: model, window, each memory tier's counts, and the tools."""
     s = agent.state
     created = s.snapshot().created_at.astimezone()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -18,7 +18,7 @@ def new_id(prefix: str = "msg") -> str:
 
 def utc_now() -> datetime:
     """The current time, timezone-aware in UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class ToolCall(BaseModel):
@@ -48,19 +48,19 @@ class Message(BaseModel):
     _size: tuple[str, int, int] | None = PrivateAttr(default=None)
 
     @classmethod
-    def user(cls, text: str) -> "Message":
+    def user(cls, text: str) -> Message:
         return cls(role="user", content=text)
 
     @classmethod
-    def system(cls, text: str) -> "Message":
+    def system(cls, text: str) -> Message:
         return cls(role="system", content=text)
 
     @classmethod
-    def assistant(cls, text: str = "", tool_calls: list[ToolCall] | None = None) -> "Message":
+    def assistant(cls, text: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
         return cls(role="assistant", content=text, tool_calls=tool_calls or [])
 
     @classmethod
-    def tool_result(cls, call: ToolCall, text: str, *, is_error: bool = False) -> "Message":
+    def tool_result(cls, call: ToolCall, text: str, *, is_error: bool = False) -> Message:
         return cls(role="tool", content=text, tool_call_id=call.id, name=call.name, is_error=is_error)
 
 
@@ -72,7 +72,7 @@ class Usage(BaseModel):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

@@ -6,8 +6,9 @@ evicts the planned prefix of the in-context messages and truncates the planned m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 from agentos.messages import Message
 

@@ -32,7 +32,7 @@ class TokenCounter(Protocol):
 
     def count(self, text: str) -> int: ...
 
-    def recalibrated(self, nbytes: int, tokens: int) -> "TokenCounter": ...
+    def recalibrated(self, nbytes: int, tokens: int) -> TokenCounter: ...
 
 
 class EstimateCounter:
@@ -47,7 +47,7 @@ class EstimateCounter:
     def count(self, text: str) -> int:
         return math.ceil(len(text.encode("utf-8")) * self.tokens_per_byte) if text else 0
 
-    def recalibrated(self, nbytes: int, tokens: int) -> "EstimateCounter":
+    def recalibrated(self, nbytes: int, tokens: int) -> EstimateCounter:
         """The counter moved to what the provider measured (the same one for tiny samples); later reports are
         averaged in."""
         if nbytes < 200 or tokens <= 0:
@@ -66,7 +66,7 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         return len(self.encoding.encode(text, disallowed_special=())) if text else 0
 
-    def recalibrated(self, nbytes: int, tokens: int) -> "TiktokenCounter":
+    def recalibrated(self, nbytes: int, tokens: int) -> TiktokenCounter:
         """Exact already; the provider's anchor corrects any per-model difference."""
         return self
 
@@ -83,7 +83,7 @@ def local_tiktoken(encoding: str = "o200k_base") -> TiktokenCounter | None:
     if os.environ.get(DISABLE_TIKTOKEN_VARIABLE) == "1" or encoding not in _ENCODING_URLS:
         return None
     try:
-        import tiktoken  # type: ignore[import-not-found]
+        import tiktoken
     except ImportError:
         return None
     cached = _tiktoken_cache_dir() / hashlib.sha1(_ENCODING_URLS[encoding].encode()).hexdigest()

@@ -15,13 +15,13 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agentos.memory.archival import ArchivalTier
-from agentos.memory.tier import TierContext
 from agentos.memory.embedders import HashEmbedder
+from agentos.memory.tier import TierContext
 from agentos.storage.db import Database
 from agentos.storage.vector_index import ANN_MIN_ROWS, PARTITIONS, RERANK_CANDIDATES, vector_index_type
 
@@ -95,7 +95,7 @@ def run(rows: int, queries: int, root: Path, seed: int = 7) -> None:
     lat = timed(qs)
     again = timed(qs)  # the same queries once more: how much the machine itself varies
     filtered = timed(qs[: queries // 2], tags=["bench"])
-    since = datetime(2000, 1, 1, tzinfo=timezone.utc)  # keeps every passage: the filter is applied after ranking
+    since = datetime(2000, 1, 1, tzinfo=UTC)  # keeps every passage: the filter is applied after ranking
     dated = timed(qs[: queries // 2], start=since)
     recalls = []
     exact_ms = []

@@ -40,7 +40,7 @@ def load_turns(path: Path, sample: int) -> tuple[str, list[str]]:
     """The sample's id and its utterances in order, each as one user message."""
     data = json.loads(path.read_text(encoding="utf-8"))
     conversation = data[sample]["conversation"]
-    sessions = sorted((int(k.split("_")[1]) for k in conversation if re.fullmatch(r"session_\d+", k)))
+    sessions = sorted(int(k.split("_")[1]) for k in conversation if re.fullmatch(r"session_\d+", k))
     turns: list[str] = []
     for number in sessions:
         when = conversation.get(f"session_{number}_date_time", "")

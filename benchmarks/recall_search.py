@@ -15,7 +15,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agentos.agent.agent import Agent
@@ -48,7 +48,7 @@ def main() -> int:
     try:
         agent = Agent.create("bench", provider=ScriptedProvider([]), settings=AgentSettings(embedder=args.embedder),
                              store=store)
-        start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+        start = datetime(2024, 1, 1, tzinfo=UTC)
         texts: list[str] = []
         t0 = time.perf_counter()
         for base in range(0, args.messages, 5000):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from agentos.agent.agent import Agent
@@ -26,7 +26,7 @@ def call(agent: Agent, tool: str, **args: Any) -> tuple[str, bool]:
 
 def say(agent: Agent, role: str, text: str, when: datetime | None = None) -> Message:
     """Save a message to recall, as a finished step would."""
-    message = Message(role=role, content=text, created_at=when or datetime.now(timezone.utc))  # type: ignore[arg-type]
+    message = Message(role=role, content=text, created_at=when or datetime.now(UTC))  # type: ignore[arg-type]
     agent.add_history([message])
     return message
 
@@ -40,4 +40,4 @@ def recall(agent: Agent) -> RecallTier:
 
 
 def day(d: int, month: int = 1, year: int = 2024) -> datetime:
-    return datetime(year, month, d, 12, 0, tzinfo=timezone.utc)
+    return datetime(year, month, d, 12, 0, tzinfo=UTC)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator, Union
+from collections.abc import Callable, Iterator
+from typing import Any, Union
 
 import httpx2
 

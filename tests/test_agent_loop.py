@@ -8,8 +8,8 @@ import pytest
 
 from agentos import Agent, tool
 from agentos.agent.state import AgentSettings
-from agentos.errors import RateLimitError
 from agentos.blocks import Block
+from agentos.errors import RateLimitError
 from agentos.providers import ScriptedProvider, Step
 from tests.helpers import of_type, types
 

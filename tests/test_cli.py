@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentos import Agent
+from agentos.agent.agent import list_agents
 from agentos.chat import Repl
 from agentos.cli import main
 from agentos.providers import ScriptedProvider, Step
@@ -99,10 +100,10 @@ def test_delete_asks_first(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr("builtins.input", lambda prompt: "n")
     assert main(["delete", "tom"]) == 1
-    assert [s.name for s in Agent.list()] == ["tom"]
+    assert [s.name for s in list_agents()] == ["tom"]
     monkeypatch.setattr("builtins.input", lambda prompt: "y")
     assert main(["delete", "tom"]) == 0
-    assert Agent.list() == []
+    assert list_agents() == []
 
 
 def test_ctrl_c_during_a_reply_cancels_the_turn_and_keeps_the_agent() -> None:
@@ -114,7 +115,7 @@ def test_ctrl_c_during_a_reply_cancels_the_turn_and_keeps_the_agent() -> None:
         try:
             return next(lines)
         except StopIteration:
-            raise EOFError
+            raise EOFError from None
 
     class Interrupting(io.StringIO):
         """Simulates Ctrl-C arriving while the first reply streams."""

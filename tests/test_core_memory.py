@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentos.errors import MemoryEditError
 from agentos.blocks import Block, CoreMemory
+from agentos.errors import MemoryEditError
 
 
 @pytest.fixture

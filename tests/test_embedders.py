@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from agentos.agent.agent import Agent
-from agentos.errors import EmbedderError, EmbedderMismatchError
-from agentos.memory.embedders import HashEmbedder, NoEmbedder, OpenAIEmbedder, resolve_embedder
 from agentos.agent.memory_access import AgentMemory
+from agentos.errors import EmbedderError, EmbedderMismatchError
 from agentos.memory.archival import ArchivalTier
+from agentos.memory.embedders import HashEmbedder, NoEmbedder, OpenAIEmbedder, resolve_embedder
 from agentos.memory.tiers import Tiers
 from agentos.messages import ToolCall
 from agentos.tools.context import ToolContext

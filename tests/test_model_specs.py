@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mock_api import MockAPI, oa_text_reply, sse_response
 
 from agentos.agent.agent import Agent
 from agentos.config import NO_MODEL_HELP, api_key, default_model
@@ -17,7 +18,6 @@ from agentos.providers.models import OLLAMA_DEFAULT_CONTEXT, ModelSpec, model_in
 from agentos.providers.openai_provider import OpenAIProvider
 from agentos.providers.registry import resolve_model
 from agentos.providers.scripted import ScriptedProvider
-from mock_api import MockAPI, oa_text_reply, sse_response
 
 
 @pytest.mark.parametrize("spec, parsed", [
@@ -75,8 +75,8 @@ def test_resolve_builds_the_right_provider(allow_real_providers: None, monkeypat
 def test_compatible_spec_goes_to_its_base_url(allow_real_providers: None) -> None:
     api = MockAPI(sse_response(oa_text_reply("hi from vllm")))
     provider = resolve_model("openai-compatible/local-model@http://127.0.0.1:8000/v1", http_client=api.client())
-    from agentos.providers.base import ModelRequest, complete
     from agentos.messages import Message
+    from agentos.providers.base import ModelRequest, complete
 
     assert complete(provider, ModelRequest("s", "", [Message.user("x")])).text == "hi from vllm"
     assert str(api.requests[0].url) == "http://127.0.0.1:8000/v1/chat/completions"

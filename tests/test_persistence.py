@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentos import Agent
-from agentos.errors import AgentExistsError, AgentNotFoundError, InvalidNameError, StorageError
+from agentos.agent.agent import list_agents
 from agentos.blocks import Block
+from agentos.errors import AgentExistsError, AgentNotFoundError, InvalidNameError, StorageError
 from agentos.providers import ScriptedProvider, Step
 from agentos.storage.schemas import MESSAGES, schema_version
 from tests.memory_helpers import archival
@@ -98,11 +99,11 @@ def test_list_and_delete() -> None:
     a = Agent.create("alpha", provider=ScriptedProvider(["x"]))
     Agent.create("beta", provider=ScriptedProvider([]))
     list(a.turn("hi"))
-    states = Agent.list()
+    states = list_agents()
     assert [s.name for s in states] == ["alpha", "beta"]
     assert states[0].message_count == 2
     Agent.delete("alpha")
-    assert [s.name for s in Agent.list()] == ["beta"]
+    assert [s.name for s in list_agents()] == ["beta"]
     assert a.store.count_messages(a.id) == 0
     with pytest.raises(AgentNotFoundError):
         Agent.delete("alpha")

@@ -8,8 +8,8 @@ import pytest
 
 from agentos import Agent
 from agentos.agent.state import AgentSettings
-from agentos.errors import ConfigError
 from agentos.blocks import Block
+from agentos.errors import ConfigError
 from agentos.providers import ScriptedProvider
 
 

@@ -6,21 +6,6 @@ import json
 
 import httpx2
 import pytest
-
-from agentos.agent.agent import Agent
-from agentos.errors import (
-    AuthenticationError,
-    ContextOverflowError,
-    ProviderTimeoutError,
-    RateLimitError,
-    ServerError,
-)
-from agentos.events import ToolCallFinished, TurnFailed, TurnFinished
-from agentos.messages import Message, ToolCall
-from agentos.providers.anthropic_provider import AnthropicProvider, to_anthropic_messages
-from agentos.providers.base import ModelRequest, StreamDone, StreamText, StreamToolCall, StreamUsage, complete
-from agentos.providers.retry import RetryPolicy
-from agentos.tools.decorator import tool
 from mock_api import (
     ChunkStream,
     MockAPI,
@@ -36,6 +21,21 @@ from mock_api import (
     get_weather,
     sse_response,
 )
+
+from agentos.agent.agent import Agent
+from agentos.errors import (
+    AuthenticationError,
+    ContextOverflowError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+)
+from agentos.events import ToolCallFinished, TurnFailed, TurnFinished
+from agentos.messages import Message, ToolCall
+from agentos.providers.anthropic_provider import AnthropicProvider, to_anthropic_messages
+from agentos.providers.base import ModelRequest, StreamDone, StreamText, StreamToolCall, StreamUsage, complete
+from agentos.providers.retry import RetryPolicy
+from agentos.tools.decorator import tool
 
 pytestmark = pytest.mark.usefixtures("allow_real_providers")
 

@@ -6,6 +6,20 @@ import json
 
 import httpx2
 import pytest
+from mock_api import (
+    ChunkStream,
+    MockAPI,
+    get_weather,
+    oa_delta,
+    oa_error,
+    oa_event,
+    oa_sse,
+    oa_text_reply,
+    oa_tool,
+    oa_tool_reply,
+    oa_usage,
+    sse_response,
+)
 
 from agentos.agent.agent import Agent
 from agentos.errors import (
@@ -21,20 +35,6 @@ from agentos.messages import Message, ToolCall
 from agentos.providers.base import ModelRequest, StreamDone, StreamText, StreamToolCall, StreamUsage, complete
 from agentos.providers.openai_provider import OpenAIProvider, to_openai_messages
 from agentos.providers.retry import RetryPolicy
-from mock_api import (
-    ChunkStream,
-    MockAPI,
-    oa_delta,
-    oa_error,
-    oa_event,
-    oa_sse,
-    oa_text_reply,
-    oa_tool,
-    oa_tool_reply,
-    oa_usage,
-    get_weather,
-    sse_response,
-)
 
 pytestmark = pytest.mark.usefixtures("allow_real_providers")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -15,7 +15,7 @@ from agentos.providers.retry import RetryPolicy, retry_after_seconds, stream_wit
 def test_retry_after_forms() -> None:
     assert retry_after_seconds({"retry-after": "12"}) == 12.0
     assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 25 < retry_after_seconds({"retry-after": later}) <= 30
     assert retry_after_seconds({"retry-after": "soon"}) is None and retry_after_seconds(None) is None
 

@@ -6,7 +6,16 @@ import pytest
 
 from agentos.errors import ScriptExhaustedError, ServerError
 from agentos.messages import Message
-from agentos.providers import ModelRequest, ScriptedProvider, Step, StreamDone, StreamText, StreamToolCall, StreamUsage, complete
+from agentos.providers import (
+    ModelRequest,
+    ScriptedProvider,
+    Step,
+    StreamDone,
+    StreamText,
+    StreamToolCall,
+    StreamUsage,
+    complete,
+)
 
 
 def request(text: str = "hi") -> ModelRequest:

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from agentos import Agent
-from agentos.errors import StorageError
 from agentos.providers import ScriptedProvider, Step
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from agentos.agent.agent import Agent
 from agentos.agent.context import repair_context
@@ -72,6 +73,22 @@ def test_failed_turn_shows_one_error_line_and_next_turn_works() -> None:
         assert errors == ["error: down (ServerError)"]
         await say(app, pilot, "hello again")
         assert app.conversation.texts()[-1] == "tuifail> back again"
+
+    run(test, agent)
+
+
+def test_a_cut_reply_is_flagged_and_a_deleted_agent_ends_the_session() -> None:
+    provider = ScriptedProvider([Step("Once upon a", stop_reason="max_tokens"), "never shown"])
+    agent = Agent.create("tuicut", provider=provider)
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        await say(app, pilot, "tell me a story")
+        assert "! the reply was cut off: the model reached its output limit (max_tokens)" in app.conversation.texts()
+        agent.store.delete_agent(agent.id, "tuicut", None, [])  # as `agentos delete --force` elsewhere
+        await say(app, pilot, "still there?")
+        assert any("was deleted" in t for t in app.conversation.texts())
+        prompt = app.query_one("#prompt")
+        assert prompt.disabled and app.ended
 
     run(test, agent)
 

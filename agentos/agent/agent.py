@@ -11,8 +11,9 @@ import atexit
 import sys
 import threading
 import time
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from agentos.agent.memory_access import AgentMemory
 from agentos.agent.paging import Pager, PagerView
@@ -55,11 +56,12 @@ _stores: dict[str, Store] = {}
 
 def open_store(home: str | Path | None = None) -> Store:
     """The store of a data home (default: the configured one), shared within the process."""
-    from agentos.config import database_uri
+    from agentos.config import database_uri, storage_options
 
-    uri = database_uri(Path(home) if home is not None else None)
+    where = Path(home) if home is not None else None
+    uri = database_uri(where)
     if uri not in _stores:
-        _stores[uri] = Store(uri)
+        _stores[uri] = Store(uri, storage_options(where))
         _at_exit(_close_at_exit, _stores[uri])
     return _stores[uri]
 
@@ -154,7 +156,7 @@ class Agent:
         settings: AgentSettings | None = None,
         home: str | Path | None = None,
         store: Store | None = None,
-    ) -> "Agent":
+    ) -> Agent:
         """Create and save a new agent, held for writing by the returned object.
 
         `provider` overrides the model spec (tests, demos)."""
@@ -183,7 +185,7 @@ class Agent:
         state = AgentState(name=name, model=model, blocks=all_blocks, settings=settings)
         lease = Lease(agent_id=state.id, name=name)
         agent = cls(TurnState(state, []), store, provider, tools, lease)
-        store.create_agent(name, state.id, agent._owner.snapshot().model_dump_json(), lease)
+        store.create_agent(name, state.id, agent._owner.snapshot().model_dump_json(), lease, state.created_at)
         return agent
 
     @classmethod
@@ -197,7 +199,7 @@ class Agent:
         store: Store | None = None,
         read_only: bool = False,
         with_model: bool = True,
-    ) -> "Agent":
+    ) -> Agent:
         """Open a saved agent with exactly the context it had.
 
         For writing (the default) it takes the agent's lease: AgentBusyError names the process that
@@ -228,8 +230,6 @@ class Agent:
         if lease is not None and discarded:
             agent.tiers.discard(discarded)
         return agent
-
-    list = staticmethod(list_agents)
 
     @staticmethod
     def delete(name: str, home: str | Path | None = None, store: Store | None = None, *, force: bool = False) -> None:

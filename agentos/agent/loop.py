@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generator
+from collections.abc import Generator
+from typing import TYPE_CHECKING
 
 from agentos.agent.turn_state import Compaction
 from agentos.errors import AgentOSError, ContextOverflowError, LeaseLostError
@@ -39,7 +40,7 @@ def _failure(exc: BaseException, steps: int) -> TurnFailed:
     return TurnFailed(error=text, kind=kind, steps=steps)
 
 
-def run_turn(agent: "Agent", text: str) -> Generator[Event, None, None]:
+def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
     """Run one user turn and yield its events.
 
     Every step (a model call and the tool calls it asked for) is saved before the next begins,
@@ -109,7 +110,7 @@ def run_turn(agent: "Agent", text: str) -> Generator[Event, None, None]:
             reply = Message.assistant("".join(parts), calls)
             owner.append(reply)
             if stop in INCOMPLETE:
-                yield ReplyIncomplete(reason=stop, detail=INCOMPLETE[stop])  # type: ignore[arg-type]
+                yield ReplyIncomplete(reason=stop, detail=INCOMPLETE[stop])
             for call in calls:
                 yield ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments)
                 outcome = agent.tools.execute(call, agent.tool_context(call.id))

@@ -7,8 +7,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from agentos.errors import InvalidNameError
 from agentos.blocks import Block
+from agentos.errors import InvalidNameError
 from agentos.messages import new_id, utc_now
 
 STATE_VERSION = 1

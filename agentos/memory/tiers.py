@@ -7,7 +7,8 @@ model with the others, without changes anywhere else.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 from agentos.errors import ToolError
 from agentos.memory.archival import ArchivalTier
@@ -38,7 +39,7 @@ def tier_tables(agent_id: str) -> list[str]:
 def delete_tiers(db: Database, agent_id: str) -> None:
     """Remove everything every tier holds for an agent."""
     for kind in TIER_KINDS:
-        kind.delete(db, agent_id)
+        kind.delete_all(db, agent_id)
 
 
 class Tiers:

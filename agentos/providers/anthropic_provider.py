@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from agentos.messages import Message, ToolCall, Usage
 from agentos.providers.base import (
@@ -165,7 +166,7 @@ class AnthropicProvider:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        client: "anthropic.Anthropic | None" = None,
+        client: anthropic.Anthropic | None = None,
         http_client: Any = None,
         info: ModelInfo | None = None,
         context_window: int | None = None,

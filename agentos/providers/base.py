@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, Union
+from typing import Any, Protocol, Union
 
 from agentos.errors import RealProviderBlockedError
 from agentos.messages import Message, ToolCall, Usage

@@ -19,7 +19,7 @@ class ModelInfo:
     prompt_caching: bool = False
     reasoning: bool = False  # o-series / gpt-5: `max_completion_tokens`, no sampling parameters
 
-    def override(self, **changes: object) -> "ModelInfo":
+    def override(self, **changes: object) -> ModelInfo:
         """A copy with the given fields replaced (fields given as None are kept)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from agentos.errors import ConfigError
 from agentos.messages import ToolCall, Usage, new_id
@@ -170,7 +171,7 @@ class OpenAIProvider:
         family: str = "openai",
         api_key: str | None = None,
         base_url: str | None = None,
-        client: "openai.OpenAI | None" = None,
+        client: openai.OpenAI | None = None,
         http_client: Any = None,
         info: ModelInfo | None = None,
         context_window: int | None = None,

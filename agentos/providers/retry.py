@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from agentos.errors import ProviderError, RateLimitError, ServerError
 from agentos.providers.base import ProviderEvent

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any, Union
 
 from agentos.errors import ScriptExhaustedError
 from agentos.messages import ToolCall, Usage, new_id
@@ -24,6 +25,7 @@ class Step:
     text: str = ""
     tool_calls: list[Any] = field(default_factory=list)
     usage: Usage | None = None
+    stop_reason: str | None = None  # how the answer ends (default: tool_use or end_turn); e.g. "max_tokens"
 
     def calls(self) -> list[ToolCall]:
         out = []
@@ -110,4 +112,4 @@ class ScriptedProvider:
             output_tokens=(len(step.text) + sum(len(c.arguments) for c in calls)) // CHARS_PER_TOKEN + 1,
         )
         yield StreamUsage(usage)
-        yield StreamDone("tool_use" if calls else "end_turn")
+        yield StreamDone(step.stop_reason or ("tool_use" if calls else "end_turn"))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from agentos.errors import AuthenticationError
 from agentos.providers.base import ProviderEvent

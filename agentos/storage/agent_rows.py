@@ -1,8 +1,12 @@
-"""The `agents` table: one row per agent holding its state, its revision and its writer's lease.
+"""Agents as stored: the `agents` directory (id and name), and each agent's `state_<id>` table, whose
+one row holds its state, its revision and its writer's lease.
 
-Every change is a compare-and-set: an update whose filter names the revision and lease token it
-expects. LanceDB re-checks the filter when a concurrent commit got in first, so two writers can
-never both move an agent from revision N: the second updates no row, and is told why.
+Every change of a state row is a compare-and-set: an update whose filter names the revision and
+lease token it expects. LanceDB re-checks the filter when a concurrent commit got in first, so two
+writers can never both move an agent from revision N: the second updates no row, and is told why.
+A table per agent keeps that update cheap and lets agents commit side by side: in one shared table
+of 50 agents each update wrote a deletion file into a fragment holding other agents' rows and
+scanned every fragment, 9-20 ms against 4.5 ms for a row alone in its table.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from agentos.errors import (
     AgentDeletedError,
     AgentExistsError,
     LeaseLostError,
+    StorageError,
 )
 from agentos.messages import utc_now
 from agentos.storage.db import Database, quote, storage_errors
 from agentos.storage.lease import Holder, Lease
+from agentos.storage.schemas import STATE, state_table_name
 
-_COLUMNS = ["agent_id", "name", "rev", "updated_at", "state", "lease_token", "lease_holder", "lease_expires_at"]
 _CONFLICT_RETRIES = 5
 
 
@@ -40,8 +45,8 @@ class AgentRow:
     lease_expires_at: datetime | None
 
     @classmethod
-    def of(cls, raw: dict[str, Any]) -> "AgentRow":
-        return cls(agent_id=raw["agent_id"], name=raw["name"], rev=int(raw["rev"]), updated_at=raw["updated_at"],
+    def of(cls, name: str, raw: dict[str, Any]) -> AgentRow:
+        return cls(agent_id=raw["agent_id"], name=name, rev=int(raw["rev"]), updated_at=raw["updated_at"],
                    state=raw["state"], lease_token=raw.get("lease_token"),
                    holder=Holder.from_json(raw.get("lease_holder")), lease_expires_at=raw.get("lease_expires_at"))
 
@@ -75,53 +80,77 @@ def _retrying(action: str, run: Any) -> Any:
 
 
 class AgentRows:
-    """Reads and compare-and-set writes of the `agents` table."""
+    """Reads and compare-and-set writes of agents: the directory, and each agent's state row."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def _select(self, where: str | None) -> list[AgentRow]:
+    def _directory(self, where: str | None) -> dict[str, str]:
+        """Agent ids and names in the directory, by id (of two agents with one name, a create race, the one
+        with the smaller id is the agent)."""
         with storage_errors("read the agents table"):
             table = self.db.table("agents")
             table.checkout_latest()  # what other processes committed
-            query = table.search().select(_COLUMNS).limit(None)
+            query = table.search().select(["agent_id", "name"]).limit(None)
             raw = (query.where(where) if where else query).to_arrow().to_pylist()
-        return [AgentRow.of(r) for r in raw]
+        names: dict[str, str] = {}
+        for r in sorted(raw, key=lambda r: r["agent_id"]):
+            if r["name"] not in names.values():
+                names[r["agent_id"]] = r["name"]
+        return names
+
+    def _state_table(self, agent_id: str) -> Any:
+        return self.db.table(state_table_name(agent_id), STATE, {})
+
+    def _state(self, agent_id: str, name: str) -> AgentRow | None:
+        if self.db.count_rows(state_table_name(agent_id)) is None:
+            return None  # a create cut short before its directory row, or a delete before its tables went
+        with storage_errors(f"read the state of agent {name!r}"):
+            table = self._state_table(agent_id)
+            table.checkout_latest()
+            rows = table.search().limit(None).to_arrow().to_pylist()
+        return AgentRow.of(name, rows[0]) if rows else None
 
     def all(self) -> dict[str, AgentRow]:
         """Every agent's row, by name."""
-        rows: dict[str, AgentRow] = {}
-        for row in sorted(self._select(None), key=lambda r: r.agent_id, reverse=True):
-            rows[row.name] = row  # of two rows with one name (a create race), the smaller id wins
-        return rows
+        rows = (self._state(agent_id, name) for agent_id, name in self._directory(None).items())
+        return {row.name: row for row in rows if row is not None}
 
     def get(self, name: str) -> AgentRow | None:
-        rows = self._select(f"name = {quote(name)}")
-        return min(rows, key=lambda r: r.agent_id) if rows else None
+        found = self._directory(f"name = {quote(name)}")
+        return next((self._state(agent_id, name) for agent_id in found), None)
 
     def by_id(self, agent_id: str) -> AgentRow | None:
-        rows = self._select(f"agent_id = {quote(agent_id)}")
-        return rows[0] if rows else None
+        found = self._directory(f"agent_id = {quote(agent_id)}")
+        return self._state(agent_id, found[agent_id]) if agent_id in found else None
 
-    def _update(self, where: str, values: dict[str, Any], action: str) -> int:
-        table = self.db.table("agents")
-        result = _retrying(action, lambda: table.update(where=where, values=values))
+    def _update(self, agent_id: str, where: str, values: dict[str, Any], action: str) -> int:
+        """Rows the compare-and-set changed (0 when its filter no longer holds, or the agent was deleted)."""
+        try:
+            table = self._state_table(agent_id)
+            result = _retrying(action, lambda: table.update(where=where, values=values))
+        except StorageError:
+            if self.by_id(agent_id) is None:  # deleted meanwhile: its table is gone
+                self.db.forget(state_table_name(agent_id))
+                return 0
+            raise
         return int(result.rows_updated)
 
     # -- creating ------------------------------------------------------------------------------
 
-    def insert(self, name: str, agent_id: str, state_json: str, lease: Lease) -> None:
-        """Add a new agent held by `lease`; refuse a name that is taken, even by a create racing this one."""
+    def insert(self, name: str, agent_id: str, state_json: str, lease: Lease, created_at: datetime) -> None:
+        """Add a new agent held by `lease`; refuse a name that is taken, even by a create racing this one.
+        The state table is made first: the directory row makes the agent exist."""
         if self.get(name) is not None:
             raise AgentExistsError(f'an agent named "{name}" already exists. Pick another name or delete it first.')
         lease.agent_id, lease.name = agent_id, name
         lease.held_until(lease.extended())
-        self.db.add("agents", [{
-            "agent_id": agent_id, "name": name, "rev": 0, "updated_at": utc_now(), "state": state_json,
+        self.db.create(state_table_name(agent_id), STATE, [{
+            "agent_id": agent_id, "rev": 0, "updated_at": utc_now(), "state": state_json,
             "lease_token": lease.token, "lease_holder": lease.holder.to_json(), "lease_expires_at": lease.expires_at,
         }])
-        winner = self.get(name)
-        if winner is not None and winner.agent_id != agent_id:
+        self.db.add("agents", [{"agent_id": agent_id, "name": name, "created_at": created_at}])
+        if self._directory(f"name = {quote(name)}").get(agent_id) != name:
             self.delete(agent_id, None)
             raise AgentExistsError(f'an agent named "{name}" was just created by another process. Pick another name.')
 
@@ -139,9 +168,9 @@ class AgentRows:
                 raise AgentBusyError(busy_message(name, row, action, hint))
             held = f"lease_token = {quote(row.lease_token)}" if row.lease_token else "lease_token IS NULL"
             lease.agent_id, lease.name, expires = row.agent_id, row.name, lease.extended()
-            where = f"agent_id = {quote(row.agent_id)} AND rev = {row.rev} AND {held}"
+            where = f"rev = {row.rev} AND {held}"
             values = {"lease_token": lease.token, "lease_holder": lease.holder.to_json(), "lease_expires_at": expires}
-            if self._update(where, values, f"open agent {name!r}") == 1:
+            if self._update(row.agent_id, where, values, f"open agent {name!r}") == 1:
                 lease.held_until(expires)
                 return row
         raise AgentBusyError(f'agent "{name}" is being opened by other processes at this moment; try again.')
@@ -156,8 +185,9 @@ class AgentRows:
     def renew(self, lease: Lease) -> None:
         """Extend the lease; mark it lost, with the reason, when the agent was deleted or taken over."""
         expires = lease.extended()
-        where = f"agent_id = {quote(lease.agent_id)} AND lease_token = {quote(lease.token)}"
-        if self._update(where, {"lease_expires_at": expires}, f"renew the hold on agent {lease.name!r}") == 1:
+        where = f"lease_token = {quote(lease.token)}"
+        if self._update(lease.agent_id, where, {"lease_expires_at": expires},
+                        f"renew the hold on agent {lease.name!r}") == 1:
             lease.held_until(expires)
             return
         self._lost(lease)
@@ -166,9 +196,8 @@ class AgentRows:
         """Give the agent back, so another process may open it at once."""
         if lease.released or lease.lost:
             return
-        where = f"agent_id = {quote(lease.agent_id)} AND lease_token = {quote(lease.token)}"
-        self._update(where, {"lease_token": None, "lease_holder": None, "lease_expires_at": None},
-                     f"release agent {lease.name!r}")
+        self._update(lease.agent_id, f"lease_token = {quote(lease.token)}",
+                     {"lease_token": None, "lease_holder": None, "lease_expires_at": None}, f"release agent {lease.name!r}")
         lease.released = True
 
     def _lost(self, lease: Lease) -> LeaseLostError:
@@ -198,10 +227,9 @@ class AgentRows:
         if lease.lost:
             raise lease.lost
         expires = lease.extended()
-        where = f"agent_id = {quote(lease.agent_id)} AND rev = {int(base_rev)} AND lease_token = {quote(lease.token)}"
-        values = {"rev": rev, "state": state_json, "updated_at": utc_now(), "lease_expires_at": expires,
-                  "name": lease.name}
-        if self._update(where, values, f"save agent {lease.name!r}") == 1:
+        where = f"rev = {int(base_rev)} AND lease_token = {quote(lease.token)}"
+        values = {"rev": rev, "state": state_json, "updated_at": utc_now(), "lease_expires_at": expires}
+        if self._update(lease.agent_id, where, values, f"save agent {lease.name!r}") == 1:
             lease.held_until(expires)
             return
         row = self.by_id(lease.agent_id)
@@ -212,12 +240,15 @@ class AgentRows:
     # -- deleting ------------------------------------------------------------------------------
 
     def delete(self, agent_id: str, lease: Lease | None) -> bool:
-        """Remove the agent's row (only while `lease` holds it, when one is given); True if it was there."""
-        where = f"agent_id = {quote(agent_id)}"
+        """Remove the agent (only while `lease` holds it, when one is given): its directory row, then its
+        state table. True if it was there."""
         if lease is not None:
-            where += f" AND lease_token = {quote(lease.token)}"
+            row = self.by_id(agent_id)
+            if row is None or row.lease_token != lease.token:
+                raise self._lost(lease)
         table = self.db.table("agents")
-        result = _retrying("delete the agent", lambda: table.delete(where))
+        result = _retrying("delete the agent", lambda: table.delete(f"agent_id = {quote(agent_id)}"))
+        self.db.drop(state_table_name(agent_id))
         if lease is not None:
             lease.lost = lease.lost or AgentDeletedError(f'agent "{lease.name}" was deleted.')
         return int(result.num_deleted_rows) > 0

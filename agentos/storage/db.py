@@ -5,10 +5,11 @@ from __future__ import annotations
 import errno
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -78,7 +79,7 @@ def ensure_indexes(table: Any, wanted: dict[str, str]) -> None:
 SWAP_SUFFIX = "__swap"  # a full copy written before a table is replaced (see `replace_table`)
 
 
-def replace_table(db: "Database", name: str, schema: pa.Schema, data: pa.Table) -> None:
+def replace_table(db: Database, name: str, schema: pa.Schema, data: pa.Table) -> None:
     """Replace a table's contents, crash-safe: a full copy is committed first and removed last, and
     opening the table restores from the copy if a crash cut the swap short."""
     backup = name + SWAP_SUFFIX
@@ -112,6 +113,7 @@ class Database:
         self._conn: Any = None
         self._session: Any = None
         self._tables: dict[str, Any] = {}
+        self._schemas: dict[str, pa.Schema] = {}  # of the open tables: asking a handle costs a round trip
         self._lock = threading.RLock()
         self.reads = Reads(self._connect_async)  # searches: the async API, on agentos's own loop
 
@@ -164,6 +166,7 @@ class Database:
                 else:
                     table = conn.create_table(name, schema=expected, exist_ok=True)
                 ensure_indexes(table, indexes if indexes is not None else INDEXES.get(name, {}))
+                self._schemas[name] = table.schema
             self._tables[name] = table
             return table
 
@@ -177,7 +180,7 @@ class Database:
 
     def _migrate(self, name: str, table: Any, found: int, schema: pa.Schema) -> Any:
         """Upgrade a table written by an older agentos to `schema`, crash-safe (see `replace_table`)."""
-        upgraded = upgrade(name, table.to_arrow(), found, schema_version(schema))
+        upgraded = upgrade(self, name, table.to_arrow(), found, schema_version(schema))
         if upgraded is None:
             raise StorageError(
                 f"table {name!r} in {self.uri} has schema version {found}, which this agentos cannot upgrade "
@@ -185,6 +188,16 @@ class Database:
             )
         replace_table(self, name, schema, upgraded.select(schema.names).cast(schema))
         return self.connection.open_table(name)
+
+    def create(self, name: str, schema: pa.Schema, rows: list[dict[str, Any]]) -> bool:
+        """Create table `name` holding `rows`, in one commit; False (and nothing written) if it exists."""
+        with self._lock:
+            with storage_errors(f"create table {name!r}"):
+                if name in self._table_names(name):
+                    return False
+                self._tables[name] = self.connection.create_table(name, pa.Table.from_pylist(rows, schema=schema))
+                self._schemas[name] = schema
+        return True
 
     def exists(self, name: str) -> bool:
         with storage_errors(f"list tables in {self.uri}"):
@@ -194,6 +207,7 @@ class Database:
         """Drop a table if it exists."""
         with self._lock:
             self._tables.pop(name, None)
+            self._schemas.pop(name, None)
             self.reads.forget(name)
             with storage_errors(f"drop table {name!r}"):
                 if name in self.connection.list_tables().tables:
@@ -228,13 +242,18 @@ class Database:
         """Drop a cached handle (after another handle replaced the table)."""
         with self._lock:
             self._tables.pop(name, None)
+            self._schemas.pop(name, None)
             self.reads.forget(name)
 
     def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
         """Append rows to a table in one commit."""
         if isinstance(rows, list) and not rows:
             return
-        table = self.table(name)
-        data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=table.schema)
+        table = self.table(name, rows.schema if isinstance(rows, pa.Table) else None)
+        if isinstance(rows, pa.Table):
+            data = rows
+        else:
+            schema = self._schemas.get(name)
+            data = pa.Table.from_pylist(rows, schema=schema if schema is not None else table.schema)
         with storage_errors(f"write to {name!r}"):
             table.add(data)

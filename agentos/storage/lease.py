@@ -39,10 +39,11 @@ def _command() -> str:
     """This process's command line, as a user would recognise it (`agentos chat sam`, `python -m pytest`)."""
     argv = list(sys.argv) or [""]
     first = Path(argv[0]) if argv[0] not in ("", "-c") else None
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if first is None:
         program = "python -c ..." if argv[0] == "-c" else "python"
-    elif first.name == "__main__.py":
-        program = f"python -m {first.parent.name}"
+    elif spec is not None and spec.name:  # python -m MODULE
+        program = f"python -m {spec.name.removesuffix('.__main__')}"
     elif first.suffix == ".py":
         program = f"python {argv[0]}"
     else:
@@ -61,7 +62,7 @@ class Holder:
     process_start: str | None = None
 
     @classmethod
-    def this_process(cls) -> "Holder":
+    def this_process(cls) -> Holder:
         pid = os.getpid()
         return cls(command=_command(), pid=pid, host=socket.gethostname(), since=utc_now(),
                    process_start=_process_start(pid))
@@ -70,7 +71,7 @@ class Holder:
         return json.dumps({**asdict(self), "since": self.since.isoformat()})
 
     @classmethod
-    def from_json(cls, text: str | None) -> "Holder | None":
+    def from_json(cls, text: str | None) -> Holder | None:
         if not text:
             return None
         try:

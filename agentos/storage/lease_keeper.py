@@ -7,7 +7,7 @@ import weakref
 
 from agentos.errors import AgentOSError, LeaseLostError
 from agentos.storage.agent_rows import AgentRows
-from agentos.storage.lease import RENEW_SECONDS, Lease
+from agentos.storage.lease import Lease
 
 TICK_SECONDS = 2.0
 
@@ -17,7 +17,7 @@ class LeaseKeeper:
 
     def __init__(self, rows: AgentRows) -> None:
         self.rows = rows
-        self._leases: "weakref.WeakSet[Lease]" = weakref.WeakSet()
+        self._leases: weakref.WeakSet[Lease] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -26,7 +26,7 @@ class LeaseKeeper:
         """Start keeping `lease`; an older lease of this process on the same agent is lost from now on."""
         with self._lock:
             for other in list(self._leases):
-                if other.agent_id == lease.agent_id and other is not lease and not other.lost:
+                if other.agent_id == lease.agent_id and other is not lease and not other.lost and not other.released:
                     other.lost = _taken(other)
             self._leases.add(lease)
             if self._thread is None or not self._thread.is_alive():

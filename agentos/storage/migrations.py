@@ -8,33 +8,43 @@ in the middle leaves a table that opens (and the migration simply runs again).
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-Step = Callable[[pa.Table], pa.Table]
+from agentos.storage.schemas import STATE, state_table_name
+
+if TYPE_CHECKING:
+    from agentos.storage.db import Database
+
+Step = Callable[["Database", pa.Table], pa.Table]
 
 
-def agents_v1_to_v2(data: pa.Table) -> pa.Table:
-    """v1 kept every state revision as its own row; v2 keeps one row per agent, with an empty lease."""
-    newest: dict[str, dict[str, object]] = {}
+def agents_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
+    """v1 kept every state revision of every agent as a row; v2 keeps a directory of agents, and each
+    agent's newest state, with an empty lease, in its own table (made first, so a crash only repeats this)."""
+    newest: dict[str, dict[str, Any]] = {}
     for row in data.to_pylist():
-        if row["name"] not in newest or row["rev"] > newest[row["name"]]["rev"]:  # type: ignore[operator]
+        if row["name"] not in newest or row["rev"] > newest[row["name"]]["rev"]:
             newest[row["name"]] = row
     rows = list(newest.values())
+    for row in rows:
+        state = json.loads(row["state"])
+        db.create(state_table_name(row["agent_id"]), STATE, [{
+            "agent_id": row["agent_id"], "rev": max(int(row["rev"]), int(state.get("rev", 0))),
+            "updated_at": row["updated_at"], "state": row["state"],
+            "lease_token": None, "lease_holder": None, "lease_expires_at": None,
+        }])
     return pa.table({
         "agent_id": [r["agent_id"] for r in rows],
         "name": [r["name"] for r in rows],
-        "rev": [max(int(r["rev"]), int(json.loads(r["state"]).get("rev", 0))) for r in rows],  # type: ignore[call-overload]
-        "updated_at": [r["updated_at"] for r in rows],
-        "state": [r["state"] for r in rows],
-        "lease_token": pa.nulls(len(rows), pa.string()),
-        "lease_holder": pa.nulls(len(rows), pa.string()),
-        "lease_expires_at": pa.nulls(len(rows), pa.timestamp("us", tz="UTC")),
+        "created_at": [datetime.fromisoformat(json.loads(r["state"])["created_at"]) for r in rows],
     })
 
 
-def memory_edits_v1_to_v2(data: pa.Table) -> pa.Table:
+def memory_edits_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
     """v2 records the state revision each edit landed with; older edits all landed, so theirs stays null."""
     return data.append_column("rev", pa.nulls(data.num_rows, pa.int64()))
 
@@ -45,11 +55,11 @@ STEPS: dict[tuple[str, int], Step] = {
 }
 
 
-def upgrade(name: str, data: pa.Table, found: int, wanted: int) -> pa.Table | None:
+def upgrade(db: Database, name: str, data: pa.Table, found: int, wanted: int) -> pa.Table | None:
     """The rows of table `name` at schema version `wanted`, or None when no migration path exists."""
     for version in range(found, wanted):
         step = STEPS.get((name, version))
         if step is None:
             return None
-        data = step(data)
+        data = step(db, data)
     return data

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any, Callable, Coroutine
+from typing import Any
 
 Read = Coroutine[Any, Any, Any]
 

@@ -31,11 +31,20 @@ MESSAGES = _versioned(
     MESSAGES_VERSION,
 )
 
-AGENTS_VERSION = 2  # v2: one row per agent, updated in place by compare-and-set, with the writer's lease
+AGENTS_VERSION = 2  # v2: a directory (id and name); each agent's state lives in its own `state_<id>` table
 AGENTS = _versioned(
     [
         pa.field("agent_id", pa.string(), nullable=False),
         pa.field("name", pa.string(), nullable=False),
+        pa.field("created_at", TIMESTAMP, nullable=False),
+    ],
+    AGENTS_VERSION,
+)
+
+STATE_VERSION = 1
+STATE = _versioned(  # one row: the agent's state, its revision, and its writer's lease; changed by compare-and-set
+    [
+        pa.field("agent_id", pa.string(), nullable=False),
         pa.field("rev", pa.int64(), nullable=False),  # the state's revision; every write names the one it follows
         pa.field("updated_at", TIMESTAMP, nullable=False),
         pa.field("state", pa.string(), nullable=False),  # AgentState as JSON
@@ -43,8 +52,13 @@ AGENTS = _versioned(
         pa.field("lease_holder", pa.string()),  # who that is, as JSON: command, pid, host, since
         pa.field("lease_expires_at", TIMESTAMP),
     ],
-    AGENTS_VERSION,
+    STATE_VERSION,
 )
+
+
+def state_table_name(agent_id: str) -> str:
+    return f"state_{agent_id}"
+
 
 MEMORY_EDITS_VERSION = 2  # v2: rev, the state revision the edit landed with (null: written before v2)
 MEMORY_EDITS = _versioned(

@@ -9,6 +9,7 @@ next opened for writing, so the blocks, the edit log, the context and recall alw
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from agentos.storage.lease import Lease
 from agentos.storage.lease_keeper import LeaseKeeper
 from agentos.storage.maintenance import Maintenance
 from agentos.storage.records import message_row, row_edit, row_message
-from agentos.storage.schemas import TABLES
+from agentos.storage.schemas import TABLES, state_table_name
 
 Rows = Any  # a list of row dicts, or a pyarrow Table
 
@@ -81,9 +82,9 @@ class Store:
     def agent_row(self, name: str) -> AgentRow | None:
         return self.agents.get(name)
 
-    def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease) -> None:
+    def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease, created_at: datetime) -> None:
         """Add a new agent, held by `lease` from the start."""
-        self.agents.insert(name, agent_id, state_json, lease)
+        self.agents.insert(name, agent_id, state_json, lease, created_at)
         self.leases.keep(lease)
         self.maintenance.committed(["agents"])
 
@@ -92,7 +93,7 @@ class Store:
         """Take the agent for writing (see `AgentRows.acquire`) and keep the lease renewed."""
         row = self.agents.acquire(name, lease, force=force, action=action, hint=hint)
         self.leases.keep(lease)
-        self.maintenance.committed(["agents"])
+        self.maintenance.committed([state_table_name(row.agent_id)])
         return row
 
     def release(self, lease: Lease) -> None:
@@ -109,7 +110,7 @@ class Store:
         with storage_errors("delete the agent's memory"):
             for name in ("messages", "memory_edits"):
                 self.db.table(name).delete(f"agent_id = {quote(agent_id)}")
-            for table in tier_tables:
+            for table in [state_table_name(agent_id), *tier_tables]:
                 self.db.drop(table)
                 self.db.drop(table + SWAP_SUFFIX)
 
@@ -129,7 +130,7 @@ class Store:
             self.db.add(table, rows)
             step.written[table] = len(step.chunks[table])
         self.agents.write_state(lease, step.base_rev, step.rev, state_json)
-        self.maintenance.committed([*tables, "agents"])
+        self.maintenance.committed([*tables, state_table_name(agent_id)])
 
     def discard_uncommitted(self, agent_id: str, message_count: int, rev: int) -> list[str]:
         """Delete the rows a cut-short step left after the agent's last state; return the discarded message ids."""
@@ -185,7 +186,7 @@ class Store:
                 query = query.where(where)
             if columns:
                 query = query.select(columns)
-            return query.limit(None).to_arrow().to_pylist()  # type: ignore[no-any-return]
+            return query.limit(None).to_arrow().to_pylist()
 
     # -- upkeep --------------------------------------------------------------------------------
 

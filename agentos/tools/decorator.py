@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -81,7 +82,7 @@ class Tool:
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, Field(default, description=doc))
         model_name = "".join(part.capitalize() for part in re.split(r"[_-]", self.name)) + "Args"
-        self.args_model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        self.args_model: type[BaseModel] = create_model(
             model_name, __config__=ConfigDict(extra="forbid"), **fields
         )
         self.parameters = _clean_schema(self.args_model.model_json_schema())

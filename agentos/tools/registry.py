@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -62,7 +63,7 @@ class ToolRegistry:
     def __contains__(self, name: str) -> bool:
         return name in self.tools
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools.values())
 
     def __len__(self) -> int:

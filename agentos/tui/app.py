@@ -71,7 +71,7 @@ class AgentApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, agent: "Agent") -> None:
+    def __init__(self, agent: Agent) -> None:
         super().__init__()
         self.agent = agent
         self.busy = False
@@ -254,7 +254,7 @@ class AgentApp(App[int]):
         self._cancel.set()
         try:
             await asyncio.wait_for(self.workers.wait_for_complete(), QUIT_WAIT_SECONDS)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass  # a stuck model call: the loop still saves when it returns; the store flushes at exit
         except Exception:  # noqa: BLE001 - a failed worker already showed its error
             pass
@@ -276,7 +276,7 @@ class AgentApp(App[int]):
             self.notify(f"could not save: {exc}", severity="error")
 
 
-def run_tui(agent: "Agent") -> int:
+def run_tui(agent: Agent) -> int:
     """Run the app until the user leaves; return the exit code."""
     app = AgentApp(agent)
     code = app.run()

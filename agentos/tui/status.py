@@ -27,7 +27,7 @@ class StatusInfo:
         return f"{line} · {activity}" if activity else line
 
 
-def take_status(agent: "Agent") -> StatusInfo:
+def take_status(agent: Agent) -> StatusInfo:
     """Read the agent's numbers (call only where no turn is changing the agent concurrently)."""
     b = agent.context_breakdown()
     return StatusInfo(model=agent.model, total=b["total"], window=b["window"],
