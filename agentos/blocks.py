@@ -42,6 +42,7 @@ class MemoryEdit(BaseModel):
     old_value: str
     new_value: str
     tool_call_id: str | None = None
+    rev: int | None = None  # the agent's state revision it landed with (None until saved, and in old logs)
 
 
 class CoreMemory:

@@ -152,3 +152,21 @@ def test_an_agent_overrides_the_context_window(allow_real_providers: None, monke
     agent = Agent.create("small", model="anthropic/claude-sonnet-4-5", settings=AgentSettings(context_window=30_000))
     assert agent.provider.context_window == 30_000
     assert Agent.load("small").provider.context_window == 30_000
+
+
+def test_show_chat_and_the_pager_take_the_window_from_one_catalogue(allow_real_providers: None) -> None:
+    from agentos.cli import main
+
+    Agent.create("llama", model="ollama/llama3.1").close()
+    writer = Agent.load("llama")  # with its real (Ollama) provider, as `agentos chat` opens it
+    reader = Agent.load("llama", read_only=True)  # with no model at all, as `agentos show` opens it
+    assert writer.window == writer.pager.window == reader.window == reader.context_breakdown()["window"] == 4096
+    writer.close()
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["show", "llama"]) == 0
+    assert "model ollama/llama3.1  window 4,096 tokens" in out.getvalue()
+    assert "Context: " in out.getvalue() and "of 4,096 tokens" in out.getvalue()

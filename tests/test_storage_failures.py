@@ -80,7 +80,7 @@ def test_a_burst_of_turns_saves_every_step_in_order() -> None:
     assert [m.content for m in reloaded.context][-2:] == ["m49", "ok"]
 
 
-def test_a_step_writes_its_messages_first_and_the_state_last(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_step_writes_its_messages_first_then_the_state_then_the_edit_log(monkeypatch: pytest.MonkeyPatch) -> None:
     from agentos.storage.agent_rows import AgentRows
     from agentos.storage.db import Database
 
@@ -93,14 +93,15 @@ def test_a_step_writes_its_messages_first_and_the_state_last(monkeypatch: pytest
         order.append(name)
         real_add(self, name, rows)
 
-    def write_state(self: AgentRows, *args: Any) -> None:
+    def write_state(self: AgentRows, *args: Any) -> int:
         order.append("state")
-        real_state(self, *args)
+        return real_state(self, *args)
 
     monkeypatch.setattr(Database, "add", add)
     monkeypatch.setattr(AgentRows, "write_state", write_state)
     list(agent.turn("go"))
-    assert order == ["messages", "memory_edits", "state", "messages", "state"]
+    # the edit log follows the state, which carries the step's edits until they are logged
+    assert order == ["messages", "state", "memory_edits", "messages", "state"]
 
 
 def test_reads_run_together_in_order_and_a_failed_one_stops_the_rest(tmp_path: Any) -> None:

@@ -84,7 +84,7 @@ def test_a_cut_reply_is_flagged_and_a_deleted_agent_ends_the_session() -> None:
     async def test(app: AgentApp, pilot: Any) -> None:
         await say(app, pilot, "tell me a story")
         assert "! the reply was cut off: the model reached its output limit (max_tokens)" in app.conversation.texts()
-        agent.store.delete_agent(agent.id, "tuicut", None, [])  # as `agentos delete --force` elsewhere
+        agent.store.delete_agent(agent.id, "tuicut", None)  # as `agentos delete --force` elsewhere
         await say(app, pilot, "still there?")
         assert any("was deleted" in t for t in app.conversation.texts())
         prompt = app.query_one("#prompt")

@@ -11,7 +11,7 @@ import atexit
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,17 +23,17 @@ from agentos.agent.turn_state import Compaction, TurnState
 from agentos.blocks import Block, CoreMemory, MemoryEdit
 from agentos.errors import (
     AgentDeletedError,
-    AgentExistsError,
     AgentNotFoundError,
     AgentOSError,
     ConfigError,
     LeaseLostError,
     ReadOnlyAgentError,
+    StorageError,
 )
 from agentos.events import Event, MessagesEvicted, Notice, StepSaved
 from agentos.memory.embedders import resolve_embedder
-from agentos.memory.tier import MemoryStats
-from agentos.memory.tiers import Tiers, tier_tables
+from agentos.memory.tier import MemoryStats, Progress
+from agentos.memory.tiers import Tiers, delete_tiers
 from agentos.messages import Message, Usage, utc_now
 from agentos.providers.base import ModelRequest, Provider
 from agentos.providers.models import context_window_for
@@ -49,7 +49,6 @@ HUMAN_DESCRIPTION = "What you know about the user: name, preferences, circumstan
 RECHECK_LEASE_SECONDS = 2.0  # a turn starting later than this after the last write first re-reads the lease
 
 T = TypeVar("T")
-Progress = Callable[[str, int, int], None]
 
 _stores: dict[str, Store] = {}
 
@@ -135,7 +134,7 @@ class Agent:
 
     def _open_tiers(self) -> None:
         self.tiers = Tiers(self.store.db, self.id, self._owner.settings.embedder, writable=not self.read_only,
-                           on_write=self.store.touched)
+                           check_writable=self.check_writable, on_write=self.store.touched)
         self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools],
                                   output_limit=self._owner.settings.tool_output_limit)
         self._owner.set_tool_names([t.name for t in self.tools])
@@ -164,8 +163,6 @@ class Agent:
 
         validate_name(name)
         store = _store(store, home)
-        if store.agent_row(name) is not None:
-            raise AgentExistsError(f'an agent named "{name}" already exists. Pick another name or delete it first.')
         settings = settings or AgentSettings()
         prompts = PromptRenderer(settings.prompt_dir)
         if provider is None:
@@ -185,7 +182,7 @@ class Agent:
         state = AgentState(name=name, model=model, blocks=all_blocks, settings=settings)
         lease = Lease(agent_id=state.id, name=name)
         agent = cls(TurnState(state, []), store, provider, tools, lease)
-        store.create_agent(name, state.id, agent._owner.snapshot().model_dump_json(), lease, state.created_at)
+        store.create_agent(name, state.id, agent._owner.snapshot().model_dump_json(), lease)
         return agent
 
     @classmethod
@@ -219,16 +216,19 @@ class Agent:
             row = None
         if row is None:
             raise _not_found(name, store)
-        state = AgentState.model_validate_json(row.state)
-        state.rev = row.rev
-        if lease is not None:
-            discarded = store.discard_uncommitted(state.id, state.message_count, state.rev)
-        messages = store.get_messages(state.id, state.in_context_ids)
-        if provider is None and with_model and not read_only:
-            provider = resolve_model(state.model, context_window=state.settings.context_window)
-        agent = cls(TurnState(state, repair_context(messages)), store, provider, tools, lease)
-        if lease is not None and discarded:
-            agent.tiers.discard(discarded)
+        try:
+            state = AgentState.model_validate_json(row.state)
+            state.rev = row.rev
+            messages = store.get_messages(state.id, state.in_context_ids)
+            if provider is None and with_model and not read_only:
+                provider = resolve_model(state.model, context_window=state.settings.context_window)
+            agent = cls(TurnState(state, repair_context(messages)), store, provider, tools, lease)
+            if lease is not None:
+                agent._repair(state.message_count, state.unlogged_edits)
+        except BaseException:
+            if lease is not None:  # not left holding an agent this process could not open
+                store.release(lease)
+            raise
         return agent
 
     @staticmethod
@@ -243,9 +243,10 @@ class Agent:
         lease = None
         if not force:
             lease = Lease(agent_id=row.agent_id, name=name)
-            store.open_agent(name, lease, action="it cannot be deleted",
-                             hint=f"Finish that session first, or delete it anyway with: agentos delete {name} --force")
-        store.delete_agent(row.agent_id, name, lease, tier_tables(row.agent_id))
+            row = store.open_agent(name, lease, action="it cannot be deleted",
+                                   hint=f"Finish that session first, or delete it anyway with: agentos delete {name} --force")
+        store.delete_agent(row.agent_id, name, lease)
+        delete_tiers(store.db, row.agent_id)
 
     # -- properties --------------------------------------------------------------------------
 
@@ -311,8 +312,8 @@ class Agent:
         return self.tiers.get(kind)
 
     def memory_edits(self) -> list[MemoryEdit]:
-        """The core memory edit log, oldest first (edits of steps that were never saved are left out)."""
-        return self.store.memory_edits(self.id, up_to_rev=self._owner.rev)
+        """The core memory edit log, oldest first (only saved edits are logged)."""
+        return self.store.memory_edits(self.id)
 
     # -- the turn ----------------------------------------------------------------------------
 
@@ -382,6 +383,7 @@ class Agent:
     def reindex(self, spec: str, progress: Progress | None = None) -> dict[str, int]:
         """Re-embed every tier with embedder `spec` and make it the agent's embedder; counts by tier."""
         self.check_writable()
+        self.save()  # no rows made with the old embedder may be written after the tables are rebuilt
         embedder = resolve_embedder(spec)
         _ = embedder.dim  # an unreachable service fails here, before anything changes
         self.store.wait_for_maintenance()
@@ -403,17 +405,35 @@ class Agent:
             raise lease.lost
         if lease.released:
             self._reopen(lease)
-        elif time.monotonic() - lease.confirmed > RECHECK_LEASE_SECONDS:
+        elif time.time() - lease.confirmed > RECHECK_LEASE_SECONDS:
             self.store.agents.confirm(lease)
 
     def _reopen(self, lease: Lease) -> None:
-        """Take the lease again after `close()`, if nothing changed the agent meanwhile."""
-        row = self.store.open_agent(self.name, lease, action="this closed Agent cannot write it again")
+        """Take the lease again after `close()`, if nothing changed the agent meanwhile (this agent: the same id)."""
+        if any(other.agent_id == self.id and other is not lease for other in self.store.leases.held()):
+            lease.lost = LeaseLostError(f'agent "{self.name}" was opened again in this process; this closed Agent '
+                                        f"object cannot write it any more. Use the newer one.")
+            raise lease.lost
+        row = self.store.open_agent(self.name, lease, agent_id=self.id, action="this closed Agent cannot write it again")
         if row.rev != self._owner.rev:
             self.store.release(lease)
             lease.lost = LeaseLostError(f'agent "{self.name}" changed since this Agent object was closed; '
                                         f"open it again to continue from what was saved.")
             raise lease.lost
+        committed = AgentState.model_validate_json(row.state)
+        self._repair(committed.message_count, committed.unlogged_edits)
+        self._owner.rewrite_pending()  # whoever held it meanwhile discarded what a failed save had written
+
+    def _repair(self, message_count: int, unlogged: list[MemoryEdit]) -> None:
+        """Finish what a cut-short step left, as the agent's writer: discard the rows it wrote after the last saved
+        state (the tiers' first, then the messages they were made for), and log the saved edits not yet logged."""
+        for table in self.tiers.table_names():
+            self.store.db.recover(table)  # a reindex cut short
+        orphans = self.store.uncommitted(self.id, message_count)
+        if orphans:
+            self.tiers.discard(orphans)
+            self.store.discard_messages(self.id, orphans)
+        self.store.log_edits(self.id, unlogged)
 
     def save(self) -> StepSaved | None:
         """Commit what changed since the last save, as one step; None when nothing did.
@@ -425,12 +445,22 @@ class Agent:
         assert self._lease is not None
         step, state_json, ids = self._owner.prepare_save(self.tiers.after_step)
         try:
-            self.store.write_step(self.id, self._lease, step, state_json)
+            rev = self.store.write_step(self.id, self._lease, step, state_json)
         except AgentDeletedError:
-            self.store.purge(self.id, tier_tables(self.id))  # what this step wrote before it found out
+            self.store.purge(self.id)  # what this step wrote before it found out
+            delete_tiers(self.store.db, self.id)
             raise
-        self._owner.saved(step)
-        return StepSaved(rev=step.rev, message_ids=ids)
+        except LeaseLostError:
+            self.tiers.discard(ids)  # rows this session wrote for a step it may no longer commit
+            self.store.discard_messages(self.id, ids)
+            raise
+        unlogged = self._owner.saved(step, rev)
+        try:
+            self.store.log_edits(self.id, unlogged)
+            self._owner.logged(unlogged)
+        except StorageError:
+            pass  # they are saved in the state; the next save or open logs them
+        return StepSaved(rev=rev, message_ids=ids)
 
     def close(self) -> None:
         """Save anything unsaved, give the agent back so other processes can open it, and let maintenance finish."""

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from agentos.blocks import Block
+from agentos.blocks import Block, MemoryEdit
 from agentos.errors import InvalidNameError
 from agentos.messages import new_id, utc_now
 
@@ -70,3 +70,6 @@ class AgentState(BaseModel):
     last_active_at: datetime = Field(default_factory=utc_now)
     last_memory_edit_at: datetime | None = None
     tool_names: list[str] = Field(default_factory=list)
+    # Edits saved with the state but not yet (known to be) in the memory_edits log; whoever opens the
+    # agent next writes any that are missing, so a crash between the two writes loses none.
+    unlogged_edits: list[MemoryEdit] = Field(default_factory=list)

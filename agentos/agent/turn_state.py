@@ -16,7 +16,7 @@ from agentos.agent.state import AgentSettings, AgentState
 from agentos.blocks import Block, CoreMemory, MemoryEdit
 from agentos.events import MessagesEvicted
 from agentos.messages import Message, utc_now
-from agentos.storage.records import edit_row, message_row
+from agentos.storage.records import message_row
 from agentos.storage.store import Rows, StepWrite
 
 
@@ -201,21 +201,35 @@ class TurnState:
 
     def prepare_save(self, tier_rows: Callable[[list[Message]], dict[str, Rows]]) -> tuple[StepWrite, str, list[str]]:
         """Move what changed into the pending step write; return it, the state it leads to (JSON) and the ids
-        of the messages it saves. `tier_rows` gives the tiers' rows for the new messages."""
-        step = self._pending or StepWrite(base_rev=self._state.rev, rev=self._state.rev + 1)
+        of the messages it saves. `tier_rows` gives the tiers' rows for the new messages. New memory edits
+        travel in the state itself (`unlogged_edits`) and reach the edit log once the state is saved."""
+        if self._pending is None:
+            self._pending = StepWrite(base_rev=self._state.rev, rev=self._state.rev + 1)
+            self._state.last_active_at = utc_now()  # once per step write, so a retry writes the same state
+        step = self._pending
         messages = [m for _, m in self._new_messages]
         step.add("messages", [message_row(self.id, seq, m) for seq, m in self._new_messages])
-        step.add("memory_edits", [edit_row(self.id, step.rev, e) for e in self._new_edits])
         for table, rows in tier_rows(messages).items():
             step.add(table, rows)
+        self._state.unlogged_edits += [e.model_copy(update={"rev": step.rev}) for e in self._new_edits]
         self._pending_ids += [m.id for m in messages]
-        self._new_messages, self._new_edits, self._changed, self._pending = [], [], False, step
-        self._state.last_active_at = utc_now()
+        self._new_messages, self._new_edits, self._changed = [], [], False
         state = self.snapshot()
         state.rev = step.rev
         return step, state.model_dump_json(), list(self._pending_ids)
 
-    def saved(self, step: StepWrite) -> None:
-        """The pending step write landed: the state is at its revision now."""
-        self._state.rev = step.rev
+    def saved(self, step: StepWrite, rev: int) -> list[MemoryEdit]:
+        """The pending step write landed: the state is at revision `rev` now. Returns the edits to log."""
+        self._state.rev = rev
         self._pending, self._pending_ids = None, []
+        return list(self._state.unlogged_edits)
+
+    def logged(self, edits: list[MemoryEdit]) -> None:
+        """These edits are in the edit log now (the next saved state stops carrying them)."""
+        done = {(e.rev, e.label, e.at) for e in edits}
+        self._state.unlogged_edits = [e for e in self._state.unlogged_edits if (e.rev, e.label, e.at) not in done]
+
+    def rewrite_pending(self) -> None:
+        """Write every pending row again at the next save (what was written may have been discarded since)."""
+        if self._pending is not None:
+            self._pending.written = {}

@@ -110,10 +110,20 @@ class ArchivalTier(Tier):
 
     @property
     def table(self) -> Any:
+        """The passages table (created on first use by a writer); None for a reader when there is none yet."""
         if self._table is None:
             schema = archival_schema(self.embedder.name, self.embedder.dim)
-            self._table = open_embedded(self.ctx.db, self.table_name, schema, self.embedder, "archival memory", _INDEXES)
+            self._table = open_embedded(self.ctx.db, self.table_name, schema, self.embedder, "archival memory",
+                                        _INDEXES, create=self.ctx.writable)
         return self._table
+
+    def _read_table(self) -> Any:
+        """The table to read: a reader first looks at the latest version (the writer is another process)."""
+        table = self.table
+        if table is not None and not self.ctx.writable:
+            with storage_errors("read archival memory"):
+                table.checkout_latest()
+        return table
 
     # -- the tier interface ----------------------------------------------------------------------
 
@@ -144,7 +154,9 @@ class ArchivalTier(Tier):
     # -- passages ------------------------------------------------------------------------------
 
     def count(self) -> int:
-        """Passages stored; counted once, then kept current by inserts and deletes."""
+        """Passages stored; counted once, then kept current by inserts and deletes (a reader counts each time)."""
+        if not self.ctx.writable:
+            return self.ctx.db.count_rows(self.table_name) or 0
         if self._count is None:
             stored = self.ctx.db.count_rows(self.table_name)
             self._count = int(stored or 0)
@@ -217,9 +229,11 @@ class ArchivalTier(Tier):
         """Ranked passages (hybrid RRF, or BM25 alone); an empty query lists the newest first."""
         query = clean_query(query)
         where = self._where(tags, start, end)
+        table = self._read_table()
+        if table is None:
+            return Page(hits=[], total=0, page=page, page_size=page_size)
         if not query:
             return self._newest(where, page, page_size)
-        table = self.table
         with storage_errors("search archival memory"):
             vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
             kept = after_ranking(table, where, scanned=bool(start or end))  # no index serves date ranges

@@ -77,11 +77,11 @@ class RecallTier(Tier):
 
     @property
     def vectors(self) -> Any:
-        """The vector table, or None in BM25-only mode."""
+        """The vector table, or None in BM25-only mode (or for a reader, while there is none)."""
         if self._vectors is None and self.embedder.enabled:
             schema = recall_vectors_schema(self.embedder.name, self.embedder.dim)
             self._vectors = open_embedded(self.ctx.db, vectors_table_name(self.agent_id), schema, self.embedder,
-                                          "recall memory", _INDEXES)
+                                          "recall memory", _INDEXES, create=self.ctx.writable)
         return self._vectors
 
     # -- the tier interface ----------------------------------------------------------------------
@@ -109,11 +109,14 @@ class RecallTier(Tier):
         return {vectors_table_name(self.agent_id): rows} if rows is not None else {}
 
     def discard(self, message_ids: Sequence[str]) -> None:
-        if not message_ids or self.ctx.db.count_rows(vectors_table_name(self.agent_id)) is None:
+        table = self.ctx.db.existing(vectors_table_name(self.agent_id)) if message_ids else None
+        if table is None:
             return
-        ids = ", ".join(quote(i) for i in message_ids)
         with storage_errors("repair recall vectors"):
-            self.vectors.delete(f"id IN ({ids})")
+            table.checkout_latest()
+            for start in range(0, len(message_ids), 500):
+                ids = ", ".join(quote(i) for i in message_ids[start : start + 500])
+                table.delete(f"id IN ({ids})")
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Rebuild the vector table from the messages with `embedder` (dropped when it is `none`)."""
@@ -178,6 +181,8 @@ class RecallTier(Tier):
         messages = self.ctx.db.table("messages")
         note = None
         with storage_errors("search recall memory"):
+            if not self.ctx.writable:
+                messages.checkout_latest()  # a reader: the writer is another process
             if not query:
                 listing = messages.search().where(where + " AND search_text IS NOT NULL").select(["id", "seq"])
                 rows = sorted(listing.limit(None).to_arrow().to_pylist(), key=lambda r: r["seq"])

@@ -13,9 +13,12 @@ from agentos.storage.schemas import table_embedder
 
 
 def open_embedded(db: Database, name: str, schema: pa.Schema, embedder: Embedder, what: str,
-                  indexes: dict[str, str]) -> Any:
-    """Open (or create) `name` with its `indexes`; raise if it was built with another embedder or dimension."""
-    table = db.table(name, schema, indexes)
+                  indexes: dict[str, str], *, create: bool = True) -> Any:
+    """Open (or, with `create`, create) `name` with its `indexes`; None when it does not exist and is not to be
+    created. Raise if it was built with another embedder or dimension."""
+    table = db.table(name, schema, indexes) if create else db.existing(name)
+    if table is None:
+        return None
     found, dim = table_embedder(table.schema)
     if (found, dim) != (embedder.name, embedder.dim):
         raise EmbedderMismatchError(

@@ -2,8 +2,9 @@
 
 A tier (recall, archival, later facts or an entity graph) declares its tables, its tools and
 its lines in the prompt's metadata, reacts to each step's new messages, and says how it is
-deleted, reindexed and compacted. The agent, `agentos delete`, `agentos reindex` and the
-metadata template only ever go through this interface, so a new tier touches none of them.
+deleted and reindexed. Compaction needs nothing from it: background maintenance compacts every
+table that was written, by name. The agent, `agentos delete`, `agentos reindex` and the metadata
+template only ever go through this interface, so a new tier touches none of them.
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from agentos.errors import ReadOnlyAgentError
 from agentos.memory.embedders import Embedder
 from agentos.messages import Message
 from agentos.storage.db import SWAP_SUFFIX, Database
+from agentos.storage.store import Rows
 from agentos.tools.decorator import Tool
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
-Rows = Any  # a list of row dicts, or a pyarrow Table
 
 
 @dataclass(frozen=True)
@@ -33,17 +34,22 @@ class MemoryStats:
 
 @dataclass
 class TierContext:
-    """What a tier of one agent is built from: the database, the agent, its embedder and whether it may write."""
+    """What a tier of one agent is built from: the database, the agent, its embedder and whether it may write.
+
+    A read-only tier creates nothing: it opens only tables that exist, and a missing one reads as empty."""
 
     db: Database
     agent_id: str
     embedder: Callable[[], Embedder]  # resolved on first use, once per agent
     writable: bool = True
+    guard: Callable[[], None] | None = None  # raises unless the agent may be written now (its lease is held)
     on_write: Callable[[str], None] | None = None  # told the table name after a write outside a step
 
     def check_writable(self, what: str) -> None:
         if not self.writable:
             raise ReadOnlyAgentError(f"cannot {what}: the agent was opened read-only.")
+        if self.guard is not None:
+            self.guard()
 
     def wrote(self, table: str) -> None:
         if self.on_write is not None:
@@ -81,11 +87,6 @@ class Tier(ABC):
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Rebuild what depends on the embedder with `embedder`; return how many items were re-embedded."""
         return 0
-
-    def compact(self) -> None:
-        """Compact this tier's tables now (background maintenance does this on its own schedule)."""
-        for name in self.table_names(self.ctx.agent_id):
-            self.ctx.db.optimize(name)
 
     @classmethod
     def delete_all(cls, db: Database, agent_id: str) -> None:

@@ -31,11 +31,6 @@ def register_tier(kind: type[Tier]) -> type[Tier]:
     return kind
 
 
-def tier_tables(agent_id: str) -> list[str]:
-    """Every table any tier may hold for an agent."""
-    return [name for kind in TIER_KINDS for name in kind.table_names(agent_id)]
-
-
 def delete_tiers(db: Database, agent_id: str) -> None:
     """Remove everything every tier holds for an agent."""
     for kind in TIER_KINDS:
@@ -46,10 +41,11 @@ class Tiers:
     """One agent's tiers, built lazily around one embedder that is resolved on first use."""
 
     def __init__(self, db: Database, agent_id: str, embedder_spec: str, *, writable: bool = True,
-                 on_write: Callable[[str], None] | None = None) -> None:
+                 check_writable: Callable[[], None] | None = None, on_write: Callable[[str], None] | None = None) -> None:
         self.embedder_spec = embedder_spec
         self._embedder: Embedder | None = None
-        ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, writable=writable, on_write=on_write)
+        ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, writable=writable, guard=check_writable,
+                          on_write=on_write)
         self._tiers = [kind(ctx) for kind in TIER_KINDS]
 
     def embedder(self) -> Embedder:
@@ -66,6 +62,9 @@ class Tiers:
             if isinstance(tier, kind):
                 return tier
         raise ToolError(f"this agent has no {getattr(kind, 'name', kind.__name__)} memory.")
+
+    def table_names(self) -> list[str]:
+        return [name for tier in self._tiers for name in tier.table_names(tier.ctx.agent_id)]
 
     def tools(self) -> list[Tool]:
         return [t for tier in self._tiers for t in tier.tools()]

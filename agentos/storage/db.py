@@ -95,9 +95,12 @@ def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
     """Finish what a crash in `replace_table` left: restore the table from its copy, or drop a stale copy."""
     copy = conn.open_table(name + SWAP_SUFFIX)
     wanted = copy.count_rows()
-    current = conn.open_table(name).count_rows() if name in names else None
+    try:
+        current = conn.open_table(name).count_rows() if name in names else None
+    except Exception:  # noqa: BLE001 - half dropped: as good as gone
+        current = None
     if wanted and (current is None or current < wanted):  # the swap was cut after the old table was dropped
-        if current is not None:
+        if name in names:
             conn.drop_table(name)
         restored = conn.create_table(name, schema=copy.schema)
         restored.add(copy.to_arrow())
@@ -170,6 +173,24 @@ class Database:
             self._tables[name] = table
             return table
 
+    def recover(self, name: str) -> None:
+        """Finish a replacement of `name` that a crash cut short (see `replace_table`); a writer does this."""
+        with self._lock, storage_errors(f"recover table {name!r}"):
+            self._table_names(name)
+
+    def existing(self, name: str) -> Any | None:
+        """A table that exists, opened as it is: nothing is created, indexed, upgraded or restored (read-only use);
+        None when there is none."""
+        with self._lock:
+            if name in self._tables:
+                return self._tables[name]
+            with storage_errors(f"open table {name!r} in {self.uri}"):
+                if name not in self.connection.list_tables().tables:
+                    return None
+                table = self.connection.open_table(name)
+            self._tables[name], self._schemas[name] = table, table.schema
+            return table
+
     def _table_names(self, name: str) -> list[str]:
         """The database's tables, after finishing a swap of `name` that a crash cut short."""
         names = self.connection.list_tables().tables
@@ -200,8 +221,9 @@ class Database:
         return True
 
     def exists(self, name: str) -> bool:
+        """Whether the table exists now (asked of the database, not of this process's open handles)."""
         with storage_errors(f"list tables in {self.uri}"):
-            return name in self._tables or name in self._table_names(name)
+            return name in self.connection.list_tables().tables
 
     def drop(self, name: str) -> None:
         """Drop a table if it exists."""
@@ -214,13 +236,17 @@ class Database:
                     self.connection.drop_table(name)
 
     def count_rows(self, name: str) -> int | None:
-        """Rows in a table, or None when it does not exist (no schema or embedder checks)."""
+        """Rows in a table at its latest version, or None when it does not exist (no checks, no repairs)."""
         with storage_errors(f"count rows of {name!r}"):
-            if name in self._tables:
-                return self._tables[name].count_rows()
-            if name not in self._table_names(name):
+            if name not in self.connection.list_tables().tables:
+                self.forget(name)  # dropped, perhaps by another process
                 return None
-            return self.connection.open_table(name).count_rows()
+            handle = self._tables.get(name)
+            if handle is None:
+                handle = self.connection.open_table(name)
+            else:
+                handle.checkout_latest()
+            return int(handle.count_rows())
 
     def optimize(self, name: str, cleanup_older_than: timedelta = timedelta(minutes=2)) -> bool:
         """Compact a table and fold new rows into its indexes (a large vector table gets its vector index);

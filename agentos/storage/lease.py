@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -33,6 +34,16 @@ def _process_start(pid: int) -> str | None:
     except OSError:
         return None
     return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _machine() -> str | None:
+    """This boot of this machine and this process's pid namespace: pids compare only where both match
+    (containers can share a hostname while each has its own pids)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return None
 
 
 def _command() -> str:
@@ -60,12 +71,13 @@ class Holder:
     host: str
     since: datetime
     process_start: str | None = None
+    machine: str | None = None  # boot id and pid namespace, where the system says (see `_machine`)
 
     @classmethod
     def this_process(cls) -> Holder:
         pid = os.getpid()
         return cls(command=_command(), pid=pid, host=socket.gethostname(), since=utc_now(),
-                   process_start=_process_start(pid))
+                   process_start=_process_start(pid), machine=_machine())
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "since": self.since.isoformat()})
@@ -77,18 +89,21 @@ class Holder:
         try:
             data = json.loads(text)
             return cls(command=str(data["command"]), pid=int(data["pid"]), host=str(data["host"]),
-                       since=datetime.fromisoformat(data["since"]), process_start=data.get("process_start"))
+                       since=datetime.fromisoformat(data["since"]), process_start=data.get("process_start"),
+                       machine=data.get("machine"))
         except (ValueError, KeyError, TypeError):
             return None
 
+    def _here(self) -> bool:
+        """Whether this holder's pid means a process we can see: same host, same boot, same pid namespace."""
+        return self.host == socket.gethostname() and self.machine == _machine()
+
     def is_this_process(self) -> bool:
-        return self.host == socket.gethostname() and self.pid == os.getpid()
+        return self._here() and self.pid == os.getpid()
 
     def is_gone(self) -> bool:
-        """True when this holder ran on this host and that process has ended (or its pid was reused)."""
-        if self.host != socket.gethostname():
-            return False
-        if self.pid == os.getpid():
+        """True when this holder ran here (see `_here`) and that process has ended (or its pid was reused)."""
+        if not self._here() or self.pid == os.getpid():
             return False
         try:
             os.kill(self.pid, 0)
@@ -115,7 +130,9 @@ class Lease:
     expires_at: datetime = field(default_factory=utc_now)
     lost: LeaseLostError | None = None  # why this lease is no longer held: the error every write raises
     released: bool = False
-    confirmed: float = field(default_factory=time.monotonic)  # when a write last showed it still held
+    confirmed: float = field(default_factory=time.time)  # when a write last showed it still held (wall clock:
+    # a monotonic clock stops while the machine sleeps, and another machine may take the lease meanwhile)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)  # one change of its row at a time
 
     def extended(self) -> datetime:
         """The expiry a write or renewal made now sets."""
@@ -123,7 +140,7 @@ class Lease:
 
     def held_until(self, expires: datetime) -> None:
         """A write or renewal that named this lease just landed."""
-        self.expires_at, self.confirmed, self.released = expires, time.monotonic(), False
+        self.expires_at, self.confirmed, self.released = expires, time.time(), False
 
     @property
     def due(self) -> bool:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from agentos.storage.schemas import STATE, state_table_name
+
+ROW_ID = "directory"  # the directory's one row (see storage.directory)
 
 if TYPE_CHECKING:
     from agentos.storage.db import Database
@@ -23,8 +24,9 @@ Step = Callable[["Database", pa.Table], pa.Table]
 
 
 def agents_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
-    """v1 kept every state revision of every agent as a row; v2 keeps a directory of agents, and each
-    agent's newest state, with an empty lease, in its own table (made first, so a crash only repeats this)."""
+    """v1 kept every state revision of every agent as a row; v2 keeps the directory (names to ids) as one
+    row, and each agent's newest state, with an empty lease, in its own table (made first, so a crash
+    only repeats this)."""
     newest: dict[str, dict[str, Any]] = {}
     for row in data.to_pylist():
         if row["name"] not in newest or row["rev"] > newest[row["name"]]["rev"]:
@@ -35,13 +37,10 @@ def agents_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
         db.create(state_table_name(row["agent_id"]), STATE, [{
             "agent_id": row["agent_id"], "rev": max(int(row["rev"]), int(state.get("rev", 0))),
             "updated_at": row["updated_at"], "state": row["state"],
-            "lease_token": None, "lease_holder": None, "lease_expires_at": None,
+            "lease_token": None, "lease_holder": None, "lease_expires_at": None, "step_id": None,
         }])
-    return pa.table({
-        "agent_id": [r["agent_id"] for r in rows],
-        "name": [r["name"] for r in rows],
-        "created_at": [datetime.fromisoformat(json.loads(r["state"])["created_at"]) for r in rows],
-    })
+    names = {r["name"]: r["agent_id"] for r in rows}
+    return pa.table({"id": [ROW_ID], "rev": [0], "names": [json.dumps(names)]})
 
 
 def memory_edits_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:

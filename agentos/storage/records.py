@@ -55,9 +55,9 @@ def row_message(row: dict[str, Any]) -> Message:
     )
 
 
-def edit_row(agent_id: str, rev: int, edit: MemoryEdit) -> dict[str, Any]:
-    """A memory edit as logged: with the state revision it lands with."""
-    return {"agent_id": agent_id, **edit.model_dump(), "rev": rev}
+def edit_row(agent_id: str, edit: MemoryEdit) -> dict[str, Any]:
+    """A memory edit as logged, with the state revision it landed with."""
+    return {"agent_id": agent_id, **edit.model_dump()}
 
 
 def row_edit(row: dict[str, Any]) -> MemoryEdit:

@@ -31,12 +31,12 @@ MESSAGES = _versioned(
     MESSAGES_VERSION,
 )
 
-AGENTS_VERSION = 2  # v2: a directory (id and name); each agent's state lives in its own `state_<id>` table
+AGENTS_VERSION = 2  # v2: the directory, one row mapping names to agent ids; each agent's state is in `state_<id>`
 AGENTS = _versioned(
     [
-        pa.field("agent_id", pa.string(), nullable=False),
-        pa.field("name", pa.string(), nullable=False),
-        pa.field("created_at", TIMESTAMP, nullable=False),
+        pa.field("id", pa.string(), nullable=False),  # always "directory"
+        pa.field("rev", pa.int64(), nullable=False),  # changed only by compare-and-set, like an agent's state
+        pa.field("names", pa.string(), nullable=False),  # JSON {name: agent id}
     ],
     AGENTS_VERSION,
 )
@@ -51,6 +51,7 @@ STATE = _versioned(  # one row: the agent's state, its revision, and its writer'
         pa.field("lease_token", pa.string()),  # the writer holding the agent, or null
         pa.field("lease_holder", pa.string()),  # who that is, as JSON: command, pid, host, since
         pa.field("lease_expires_at", TIMESTAMP),
+        pa.field("step_id", pa.string()),  # the step write that made this revision (to tell a write that landed)
     ],
     STATE_VERSION,
 )

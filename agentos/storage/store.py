@@ -1,29 +1,31 @@
 """The store: every agent's rows in one LanceDB database, and the one way a step is written.
 
-A step is written in one order: its messages, then the rows that follow from them (memory
-edits, a tier's rows), then the agent's state by compare-and-set. The state is the commit
-point: rows written after the last state a crash left behind are discarded when the agent is
-next opened for writing, so the blocks, the edit log, the context and recall always agree.
+A step is written in one order: its messages, then the rows made from them (a tier's, such as
+recall vectors), then the agent's state by compare-and-set, then the memory edit log. The state is
+the commit point. Messages written after the last saved state (a crash, or a writer that learned
+only at its compare-and-set that it had lost the agent) are discarded when the agent is next opened
+for writing; the state carries the step's memory edits until they are logged, so an edit is logged
+exactly when the block that shows it is saved. Blocks, the edit log, the context and recall agree.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from agentos.blocks import MemoryEdit
-from agentos.errors import AgentDeletedError
+from agentos.errors import AgentDeletedError, LeaseLostError
 from agentos.messages import Message
 from agentos.storage.agent_rows import AgentRow, AgentRows
 from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
 from agentos.storage.lease import Lease
 from agentos.storage.lease_keeper import LeaseKeeper
 from agentos.storage.maintenance import Maintenance
-from agentos.storage.records import message_row, row_edit, row_message
+from agentos.storage.records import edit_row, message_row, row_edit, row_message
 from agentos.storage.schemas import TABLES, state_table_name
 
 Rows = Any  # a list of row dicts, or a pyarrow Table
@@ -31,7 +33,7 @@ Rows = Any  # a list of row dicts, or a pyarrow Table
 
 @dataclass
 class StepWrite:
-    """Rows a step (or several, after a failed write) still has to commit, and the state they lead to.
+    """Rows a step (or several, after a failed write) still has to commit before the state they lead to.
 
     Chunks are appended per table as steps finish; `written` counts the chunks of each table
     already committed, so a write retried after a failure writes no row twice.
@@ -41,6 +43,7 @@ class StepWrite:
     rev: int
     chunks: dict[str, list[Rows]] = field(default_factory=dict)
     written: dict[str, int] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)  # stored with the state it leads to
 
     def add(self, table: str, rows: Rows) -> None:
         if rows is not None and len(rows):
@@ -82,16 +85,16 @@ class Store:
     def agent_row(self, name: str) -> AgentRow | None:
         return self.agents.get(name)
 
-    def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease, created_at: datetime) -> None:
+    def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease) -> None:
         """Add a new agent, held by `lease` from the start."""
-        self.agents.insert(name, agent_id, state_json, lease, created_at)
+        self.agents.insert(name, agent_id, state_json, lease)
         self.leases.keep(lease)
         self.maintenance.committed(["agents"])
 
-    def open_agent(self, name: str, lease: Lease, *, force: bool = False, action: str = "it cannot be opened",
+    def open_agent(self, name: str, lease: Lease, *, agent_id: str | None = None, action: str = "it cannot be opened",
                    hint: str = "Finish that session first.") -> AgentRow:
         """Take the agent for writing (see `AgentRows.acquire`) and keep the lease renewed."""
-        row = self.agents.acquire(name, lease, force=force, action=action, hint=hint)
+        row = self.agents.acquire(name, lease, agent_id=agent_id, action=action, hint=hint)
         self.leases.keep(lease)
         self.maintenance.committed([state_table_name(row.agent_id)])
         return row
@@ -99,51 +102,68 @@ class Store:
     def release(self, lease: Lease) -> None:
         self.agents.release(lease)
 
-    def delete_agent(self, agent_id: str, name: str, lease: Lease | None, tier_tables: list[str]) -> None:
-        """Remove an agent: its row first (from then on it does not exist), then its messages, edits and tables."""
+    def delete_agent(self, agent_id: str, name: str, lease: Lease | None) -> None:
+        """Remove an agent: its name first (from then on it does not exist), then its state, messages and edits."""
         self.agents.delete(agent_id, lease)
         self.leases.lose(agent_id, AgentDeletedError(f'agent "{name}" was deleted; nothing more is saved.'))
-        self.purge(agent_id, tier_tables)
+        self.purge(agent_id)
 
-    def purge(self, agent_id: str, tier_tables: list[str]) -> None:
-        """Remove every row and table an agent left, whether or not it still exists."""
+    def purge(self, agent_id: str) -> None:
+        """Remove the rows and state table an agent left in storage's own tables (its tiers remove theirs)."""
         with storage_errors("delete the agent's memory"):
             for name in ("messages", "memory_edits"):
-                self.db.table(name).delete(f"agent_id = {quote(agent_id)}")
-            for table in [state_table_name(agent_id), *tier_tables]:
-                self.db.drop(table)
-                self.db.drop(table + SWAP_SUFFIX)
+                table = self.db.table(name)
+                table.checkout_latest()  # rows other processes added since this handle last looked
+                table.delete(f"agent_id = {quote(agent_id)}")
+            self.db.drop(state_table_name(agent_id))
+            self.db.drop(state_table_name(agent_id) + SWAP_SUFFIX)
 
     # -- the step ------------------------------------------------------------------------------
 
-    def write_step(self, agent_id: str, lease: Lease, step: StepWrite, state_json: str) -> None:
-        """Commit the step's rows, then move the agent's state from `step.base_rev` to `step.rev`.
+    def write_step(self, agent_id: str, lease: Lease, step: StepWrite, state_json: str) -> int:
+        """Commit the step's rows, then move the agent's state from `step.base_rev`; return its new revision.
 
         Raises a StorageError when a write fails (what was written is counted in `step.written`,
         so the next call goes on from there), and LeaseLostError when the agent is no longer this
         session's to write (taken over, deleted, or changed under it)."""
         if lease.lost:
             raise lease.lost
+        if lease.agent_id != agent_id:
+            raise LeaseLostError(f"this session holds agent {lease.agent_id!r}, not {agent_id!r}; refusing to write.")
         tables = step.tables()
         for table in tables:
             rows = step.unwritten(table)
             self.db.add(table, rows)
             step.written[table] = len(step.chunks[table])
-        self.agents.write_state(lease, step.base_rev, step.rev, state_json)
+        rev = self.agents.write_state(lease, step.base_rev, step.rev, state_json, step.id)
         self.maintenance.committed([*tables, state_table_name(agent_id)])
+        return rev
 
-    def discard_uncommitted(self, agent_id: str, message_count: int, rev: int) -> list[str]:
-        """Delete the rows a cut-short step left after the agent's last state; return the discarded message ids."""
+    def log_edits(self, agent_id: str, edits: list[MemoryEdit]) -> None:
+        """Append saved memory edits to the log, leaving out any already there (a crash between the two writes)."""
+        if not edits:
+            return
+        revs = ", ".join(str(int(e.rev or 0)) for e in edits)
+        logged = {(e.rev, e.label, e.at) for e in self.memory_edits(agent_id, f"rev IN ({revs})")}
+        missing = [e for e in edits if (e.rev, e.label, e.at) not in logged]
+        self.db.add("memory_edits", [edit_row(agent_id, e) for e in missing])
+        if missing:
+            self.maintenance.committed(["memory_edits"])
+
+    def uncommitted(self, agent_id: str, message_count: int) -> list[str]:
+        """Ids of messages a cut-short step wrote after the agent's last state (`seq` from `message_count` on)."""
         where = f"agent_id = {quote(agent_id)} AND seq >= {int(message_count)}"
-        edits = f"agent_id = {quote(agent_id)} AND rev > {int(rev)}"
-        with storage_errors("repair the agent's last step"):
-            messages, log = self.db.table("messages"), self.db.table("memory_edits")
-            ids = [r["id"] for r in messages.search().where(where).select(["id"]).limit(None).to_arrow().to_pylist()]
-            if ids:
-                messages.delete(where)
-            if log.count_rows(edits):
-                log.delete(edits)
-        return ids
+        rows = self._read("messages", where, ["id"])
+        return [r["id"] for r in rows]
+
+    def discard_messages(self, agent_id: str, ids: list[str]) -> None:
+        """Delete these messages of the agent (a cut-short step's, or a write that found it had lost the agent)."""
+        for start in range(0, len(ids), 500):
+            chunk = ", ".join(quote(i) for i in ids[start : start + 500])
+            with storage_errors("repair the agent's last step"):
+                table = self.db.table("messages")
+                table.checkout_latest()
+                table.delete(f"agent_id = {quote(agent_id)} AND id IN ({chunk})")
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -165,12 +185,10 @@ class Store:
             handle.checkout_latest()
             return int(handle.count_rows(f"agent_id = {quote(agent_id)}"))
 
-    def memory_edits(self, agent_id: str, *, up_to_rev: int | None = None) -> list[MemoryEdit]:
-        """The agent's memory edit log, oldest first; `up_to_rev` leaves out edits of later (unsaved) steps."""
-        where = f"agent_id = {quote(agent_id)}"
-        if up_to_rev is not None:
-            where += f" AND (rev IS NULL OR rev <= {int(up_to_rev)})"
-        return sorted((row_edit(row) for row in self._read("memory_edits", where, None)), key=lambda e: e.at)
+    def memory_edits(self, agent_id: str, where: str | None = None) -> list[MemoryEdit]:
+        """The agent's memory edit log, oldest first (only saved edits are ever logged)."""
+        clause = f"agent_id = {quote(agent_id)}" + (f" AND {where}" if where else "")
+        return sorted((row_edit(row) for row in self._read("memory_edits", clause, None)), key=lambda e: e.at)
 
     def add_messages(self, agent_id: str, messages: list[tuple[int, Message]]) -> None:
         """Bulk-append messages (imports, benchmarks) in one commit; the agent's state must then count them."""
