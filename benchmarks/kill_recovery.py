@@ -136,8 +136,11 @@ def check(chain: Chain) -> list[str]:
     lost = chain.durable - set(ids)
     if lost:
         problems.append(f"{len(lost)} messages reported durable are lost")
+    logged = store.memory_edits(state.id)
+    if any((e.rev or 0) > state.rev for e in logged):
+        problems.append("the edit log has edits of a step that was never saved")
     newest: dict[str, str] = {}
-    for edit in store.memory_edits(state.id, up_to_rev=state.rev):
+    for edit in sorted(logged, key=lambda e: e.at):
         newest[edit.label] = edit.new_value
     for block in state.blocks:
         if block.label in newest and newest[block.label] != block.value:
