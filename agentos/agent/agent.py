@@ -28,7 +28,6 @@ from agentos.errors import (
     ConfigError,
     LeaseLostError,
     ReadOnlyAgentError,
-    StorageError,
 )
 from agentos.events import Event, MessagesEvicted, Notice, StepSaved
 from agentos.memory.embedders import resolve_embedder
@@ -312,8 +311,10 @@ class Agent:
         return self.tiers.get(kind)
 
     def memory_edits(self) -> list[MemoryEdit]:
-        """The core memory edit log, oldest first (only saved edits are logged)."""
-        return self.store.memory_edits(self.id)
+        """The core memory edit log, oldest first: every saved edit (the log is written a step behind the state)."""
+        logged = self.store.memory_edits(self.id)
+        seen = {(e.rev, e.label, e.at) for e in logged}
+        return logged + [e for e in self._owner.unlogged() if (e.rev, e.label, e.at) not in seen]
 
     # -- the turn ----------------------------------------------------------------------------
 
@@ -433,7 +434,7 @@ class Agent:
         if orphans:
             self.tiers.discard(orphans)
             self.store.discard_messages(self.id, orphans)
-        self.store.log_edits(self.id, unlogged)
+        self.store.log_edits(self.id, unlogged, some_logged=True)
 
     def save(self) -> StepSaved | None:
         """Commit what changed since the last save, as one step; None when nothing did.
@@ -443,9 +444,10 @@ class Agent:
             return None
         self.check_writable()
         assert self._lease is not None
+        earlier = self._owner.unlogged()  # edits of saved states: logged while this step is written
         step, state_json, ids = self._owner.prepare_save(self.tiers.after_step)
         try:
-            rev = self.store.write_step(self.id, self._lease, step, state_json)
+            rev, logged = self.store.write_step(self.id, self._lease, step, state_json, earlier)
         except AgentDeletedError:
             self.store.purge(self.id)  # what this step wrote before it found out
             delete_tiers(self.store.db, self.id)
@@ -454,13 +456,17 @@ class Agent:
             self.tiers.discard(ids)  # rows this session wrote for a step it may no longer commit
             self.store.discard_messages(self.id, ids)
             raise
-        unlogged = self._owner.saved(step, rev)
-        try:
+        self._owner.saved(step, rev)
+        if logged:
+            self._owner.logged(earlier)
+        return StepSaved(rev=rev, message_ids=ids)
+
+    def _log_edits(self) -> None:
+        """Write the saved edits the log does not have yet (a session's last memory edit waits for this)."""
+        unlogged = self._owner.unlogged()
+        if unlogged:
             self.store.log_edits(self.id, unlogged)
             self._owner.logged(unlogged)
-        except StorageError:
-            pass  # they are saved in the state; the next save or open logs them
-        return StepSaved(rev=rev, message_ids=ids)
 
     def close(self) -> None:
         """Save anything unsaved, give the agent back so other processes can open it, and let maintenance finish."""
@@ -470,6 +476,7 @@ class Agent:
         try:
             if self._owner.has_changes:
                 self.save()
+            self._log_edits()
         finally:
             if not lease.released and not lease.lost:
                 self.store.release(lease)

@@ -218,11 +218,14 @@ class TurnState:
         state.rev = step.rev
         return step, state.model_dump_json(), list(self._pending_ids)
 
-    def saved(self, step: StepWrite, rev: int) -> list[MemoryEdit]:
-        """The pending step write landed: the state is at revision `rev` now. Returns the edits to log."""
+    def saved(self, step: StepWrite, rev: int) -> None:
+        """The pending step write landed: the state is at revision `rev` now."""
         self._state.rev = rev
         self._pending, self._pending_ids = None, []
-        return list(self._state.unlogged_edits)
+
+    def unlogged(self) -> list[MemoryEdit]:
+        """Saved edits not yet in the edit log (their state landed; the log follows with the next write)."""
+        return [e for e in self._state.unlogged_edits if (e.rev or 0) <= self._state.rev]
 
     def logged(self, edits: list[MemoryEdit]) -> None:
         """These edits are in the edit log now (the next saved state stops carrying them)."""

@@ -10,6 +10,7 @@ exactly when the block that shows it is saved. Blocks, the edit log, the context
 
 from __future__ import annotations
 
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from agentos.blocks import MemoryEdit
-from agentos.errors import AgentDeletedError, LeaseLostError
+from agentos.errors import AgentDeletedError, LeaseLostError, StorageError
 from agentos.messages import Message
 from agentos.storage.agent_rows import AgentRow, AgentRows
 from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
@@ -120,8 +121,10 @@ class Store:
 
     # -- the step ------------------------------------------------------------------------------
 
-    def write_step(self, agent_id: str, lease: Lease, step: StepWrite, state_json: str) -> int:
-        """Commit the step's rows, then move the agent's state from `step.base_rev`; return its new revision.
+    def write_step(self, agent_id: str, lease: Lease, step: StepWrite, state_json: str,
+                   log: list[MemoryEdit] = ()) -> tuple[int, bool]:  # type: ignore[assignment]
+        """Commit the step's rows, then move the agent's state from `step.base_rev`; return its new revision,
+        and whether `log` (edits of states already saved) reached the edit log, which is written meanwhile.
 
         Raises a StorageError when a write fails (what was written is counted in `step.written`,
         so the next call goes on from there), and LeaseLostError when the agent is no longer this
@@ -130,22 +133,40 @@ class Store:
             raise lease.lost
         if lease.agent_id != agent_id:
             raise LeaseLostError(f"this session holds agent {lease.agent_id!r}, not {agent_id!r}; refusing to write.")
-        tables = step.tables()
-        for table in tables:
-            rows = step.unwritten(table)
-            self.db.add(table, rows)
-            step.written[table] = len(step.chunks[table])
-        rev = self.agents.write_state(lease, step.base_rev, step.rev, state_json, step.id)
+        logged: list[bool] = []
+        logger = threading.Thread(target=lambda: logged.append(self._log_quietly(agent_id, list(log))), daemon=True)
+        if log:
+            logger.start()  # beside the messages: one commit less to wait for in a step after a memory edit
+        try:
+            tables = step.tables()
+            for table in tables:
+                rows = step.unwritten(table)
+                self.db.add(table, rows)
+                step.written[table] = len(step.chunks[table])
+            rev = self.agents.write_state(lease, step.base_rev, step.rev, state_json, step.id)
+        finally:
+            if log:
+                logger.join()
         self.maintenance.committed([*tables, state_table_name(agent_id)])
-        return rev
+        return rev, bool(logged and logged[0])
 
-    def log_edits(self, agent_id: str, edits: list[MemoryEdit]) -> None:
-        """Append saved memory edits to the log, leaving out any already there (a crash between the two writes)."""
+    def _log_quietly(self, agent_id: str, edits: list[MemoryEdit]) -> bool:
+        try:
+            self.log_edits(agent_id, edits)
+        except StorageError:
+            return False  # they stay in the saved state; the next write or open logs them
+        return True
+
+    def log_edits(self, agent_id: str, edits: list[MemoryEdit], *, some_logged: bool = False) -> None:
+        """Append saved memory edits to the log. With `some_logged` (opening after a crash between the two
+        writes), those already there are left out."""
         if not edits:
             return
-        revs = ", ".join(str(int(e.rev or 0)) for e in edits)
-        logged = {(e.rev, e.label, e.at) for e in self.memory_edits(agent_id, f"rev IN ({revs})")}
-        missing = [e for e in edits if (e.rev, e.label, e.at) not in logged]
+        missing = edits
+        if some_logged:
+            revs = ", ".join(str(int(e.rev or 0)) for e in edits)
+            logged = {(e.rev, e.label, e.at) for e in self.memory_edits(agent_id, f"rev IN ({revs})")}
+            missing = [e for e in edits if (e.rev, e.label, e.at) not in logged]
         self.db.add("memory_edits", [edit_row(agent_id, e) for e in missing])
         if missing:
             self.maintenance.committed(["memory_edits"])
