@@ -59,12 +59,18 @@ def table_figures(home: Path) -> list[str]:
 
     db = lancedb.connect(str(home / "db"))
     lines = []
+    per_agent: dict[str, list[Any]] = {}
     for name in sorted(db.list_tables().tables):
-        if "_" in name and not name.startswith("memory_"):
-            continue  # per-agent tables: summarised below
         table = db.open_table(name)
+        if "_agent-" in name:  # one table per agent: summed by kind below
+            per_agent.setdefault(name.split("_agent-")[0], []).append(table)
+            continue
         fragments = table.stats()["fragment_stats"]["num_fragments"]
         lines.append(f"  {name:<14} version {table.version:>6,}  fragments {fragments:>5,}  rows {table.count_rows():>7,}")
+    for kind, tables in sorted(per_agent.items()):
+        versions = sum(t.version for t in tables)
+        fragments = sum(t.stats()["fragment_stats"]["num_fragments"] for t in tables)
+        lines.append(f"  {kind}_* ({len(tables)} tables): versions {versions:,} in all, fragments {fragments:,}")
     size = sum(f.stat().st_size for f in (home / "db").rglob("*") if f.is_file())
     lines.append(f"  database on disk: {size / 1e6:.1f} MB")
     return lines
