@@ -1,1 +1,1 @@
-"""Memory tiers: core blocks (always in context); recall and archival live in storage."""
+"""Memory tiers behind one interface (`tier.py`): recall and archival, their search and embedders."""

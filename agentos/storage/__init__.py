@@ -1,4 +1,4 @@
-"""Persistence in one LanceDB database: messages (recall), agent state, memory edits.
+"""Persistence in one LanceDB database: the agents directory, each agent's state and lease, messages, memory edits.
 
 No module outside `storage/` and `memory/` touches LanceDB.
 """
