@@ -44,8 +44,10 @@ class Message(BaseModel):
     name: str | None = None
     is_error: bool = False
     created_at: datetime = Field(default_factory=utc_now)
-    # (counter kind, content length, measure): the pager's cached size of this message; not serialized
-    _size: tuple[str, int, int] | None = PrivateAttr(default=None)
+    # (counter kind, content, measure): the pager's cached size of this message (for this very content); not serialized
+    _size: tuple[str, str, int] | None = PrivateAttr(default=None)
+    # (wire form, content, tool calls, bytes): a provider's encoding of this message; not serialized
+    _wire: tuple[str, str, list[ToolCall], bytes] | None = PrivateAttr(default=None)
 
     @classmethod
     def user(cls, text: str) -> Message:

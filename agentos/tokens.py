@@ -10,6 +10,7 @@ import hashlib
 import math
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +18,7 @@ from agentos.messages import Message
 
 MESSAGE_OVERHEAD = 4  # role and separators, per message (OpenAI's published figure)
 DEFAULT_TOKENS_PER_BYTE = 0.325  # bytes/4 x 1.3: deliberately high until calibrated
+RATIO_TOLERANCE = 0.01  # a calibrated ratio moves only when a report is off by more; the offset corrects the rest
 DISABLE_TIKTOKEN_VARIABLE = "AGENTOS_NO_TIKTOKEN"
 
 _ENCODING_URLS = {
@@ -53,7 +55,11 @@ class EstimateCounter:
         if nbytes < 200 or tokens <= 0:
             return self
         observed = min(max(tokens / nbytes, 0.05), 1.5)
-        return EstimateCounter(observed if not self.calibrated else 0.5 * (self.tokens_per_byte + observed))
+        if not self.calibrated:
+            return EstimateCounter(observed)
+        if abs(observed - self.tokens_per_byte) <= RATIO_TOLERANCE * self.tokens_per_byte:
+            return self  # a steady ratio keeps every message's count (and the pager's cache of them) valid
+        return EstimateCounter(0.5 * (self.tokens_per_byte + observed))
 
 
 class TiktokenCounter:
@@ -117,27 +123,48 @@ def count_message(counter: TokenCounter, message: Message) -> int:
 
 
 class MessageSizes:
-    """Per-message token counts with a cache, so a call recounts only the messages that are new.
+    """Per-message token counts, kept so that a call counts only the messages that are new.
 
     Each message carries its raw measure (bytes for the estimator, tokens for tiktoken) in
-    `Message._size`, so a recalibrated ratio applies at once without recounting.
+    `Message._size`, so a recalibrated ratio applies at once without measuring again. The counts
+    of the last sequence asked about are kept too: the next call, the same messages with a few
+    more at the end, measures and counts only those few.
     """
 
     def __init__(self, counter: TokenCounter) -> None:
         self._estimating = isinstance(counter, EstimateCounter)
         self._exact = None if self._estimating else counter
         self._kind = "bytes" if self._estimating else counter.name
+        self._seen: tuple[Message, ...] = ()  # the last sequence counted
+        self._measures: list[int] = []  # its raw measures
+        self._measured = 0  # their sum
+        self._ratio: float | None = None  # the ratio `_tokens` were counted with
+        self._tokens: list[int] = []  # tokens of the first len(_tokens) messages of `_seen`
 
     def _measure(self, message: Message) -> int:
-        private = message.__pydantic_private__  # plain dict access: this runs for every message of every call
+        private = message.__pydantic_private__  # plain dict access: this runs for every new message
         cached = private.get("_size") if private is not None else None
-        if cached is not None and cached[0] == self._kind and cached[1] == len(message.content):
+        if cached is not None and cached[0] == self._kind and cached[1] is message.content:
             return int(cached[2])
         text = message_text(message)
         measure = len(text.encode("utf-8")) if self._exact is None else self._exact.count(text)
         if private is not None:
-            private["_size"] = (self._kind, len(message.content), measure)
+            private["_size"] = (self._kind, message.content, measure)
         return measure
+
+    def _follow(self, messages: Sequence[Message]) -> None:
+        """Make `messages` the sequence kept, measuring only what is not a continuation of the last one."""
+        current = tuple(messages)
+        known = len(self._seen)
+        if current is self._seen:
+            return
+        if len(current) < known or current[:known] != self._seen:  # compared by identity first: cheap
+            known = 0
+            self._measures, self._measured, self._tokens = [], 0, []
+        fresh = [self._measure(m) for m in current[known:]]
+        self._measures += fresh
+        self._measured += sum(fresh)
+        self._seen = current
 
     def nbytes(self, message: Message) -> int:
         """UTF-8 size of the message's text (measured once when estimating)."""
@@ -145,9 +172,28 @@ class MessageSizes:
             return self._measure(message)
         return len(message_text(message).encode("utf-8"))
 
-    def tokens(self, message: Message, counter: TokenCounter) -> int:
-        """Tokens the message takes in a request under `counter`, with its per-message overhead."""
-        measure = self._measure(message)
+    def total_nbytes(self, messages: Sequence[Message]) -> int:
+        """UTF-8 size of all the messages' texts."""
+        if not self._estimating:
+            return sum(self.nbytes(m) for m in messages)
+        self._follow(messages)
+        return self._measured
+
+    def _scaled(self, measure: int, counter: TokenCounter) -> int:
         if isinstance(counter, EstimateCounter):
             measure = math.ceil(measure * counter.tokens_per_byte) if measure else 0
         return measure + MESSAGE_OVERHEAD
+
+    def tokens(self, message: Message, counter: TokenCounter) -> int:
+        """Tokens the message takes in a request under `counter`, with its per-message overhead."""
+        return self._scaled(self._measure(message), counter)
+
+    def all_tokens(self, messages: Sequence[Message], counter: TokenCounter) -> tuple[int, ...]:
+        """`tokens` of each message, counting only those new since the last call under the same ratio."""
+        self._follow(messages)
+        ratio = counter.tokens_per_byte if isinstance(counter, EstimateCounter) else None
+        if ratio != self._ratio:
+            self._ratio, self._tokens = ratio, []
+        done = len(self._tokens)
+        self._tokens += [self._scaled(m, counter) for m in self._measures[done:]]
+        return tuple(self._tokens)

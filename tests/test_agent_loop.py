@@ -79,6 +79,27 @@ def test_static_prompt_is_byte_identical_and_metadata_is_fresh() -> None:
     assert provider.requests[0].system.index("<memory_blocks>") > provider.requests[0].system.index("Never mention")
 
 
+def test_the_system_prompt_is_rendered_once_per_step_and_again_only_after_a_change() -> None:
+    agent, provider = make([Step(tool_calls=[("core_memory_append", {"label": "human", "content": "x"})]), "a", "b"],
+                           settings=AgentSettings(context_window=100_000))
+    renders: list[str] = []
+    real = agent.prompts.dynamic
+
+    def dynamic(*args, **kwargs) -> str:
+        renders.append(real(*args, **kwargs))
+        return renders[-1]
+
+    agent.prompts.dynamic = dynamic  # type: ignore[method-assign]
+    list(agent.turn("one"))  # two steps: a memory edit, then the reply
+    assert renders == [r.system_dynamic for r in provider.requests] and len(renders) == 2
+    # the next call is over the warning line (75%): an alert joins the context
+    agent.update_settings(context_window=int(agent.last_usage.input_tokens / 0.8))
+    renders.clear()
+    events = list(agent.turn("two"))
+    assert "notice" in types(events)
+    assert len(renders) == 2 and provider.requests[-1].system_dynamic == renders[-1]  # rebuilt once after the alert
+
+
 def test_several_tool_calls_in_one_response_run_in_order() -> None:
     seen: list[str] = []
 

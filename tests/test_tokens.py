@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 import sys
 import types
 from pathlib import Path
@@ -17,10 +18,12 @@ from agentos.providers.models import context_window_for
 from agentos.tokens import (
     MESSAGE_OVERHEAD,
     EstimateCounter,
+    MessageSizes,
     TiktokenCounter,
     count_message,
     counter_for,
     local_tiktoken,
+    message_text,
 )
 
 
@@ -32,6 +35,46 @@ def test_estimator_is_conservative_until_calibrated() -> None:
     assert counter.count("x" * 400) == 100
     counter = counter.recalibrated(4000, 2000)  # later reports are averaged in
     assert counter.count("x" * 400) == 150
+
+
+def test_a_steady_ratio_is_kept_so_counts_stay_comparable() -> None:
+    counter = EstimateCounter().recalibrated(4000, 1000)
+    assert counter.recalibrated(4000, 1004) is counter  # within 1%: the pager's offset corrects the rest
+    assert counter.recalibrated(4000, 1100).tokens_per_byte == pytest.approx(0.2625)
+
+
+def test_kept_message_counts_equal_counting_afresh_as_the_context_changes() -> None:
+    """Appends, evictions, truncated copies and recalibrations: the kept counts never go stale."""
+    rng = random.Random(7)
+    for counter in (EstimateCounter(), WordCounter()):
+        sizes = MessageSizes(counter)
+        context: list[Message] = []
+        for n in range(300):
+            change = rng.random()
+            if change < 0.05 and len(context) > 3:
+                context = context[rng.randint(1, len(context) - 1):]
+            elif change < 0.1 and context:
+                i = rng.randrange(len(context))
+                context[i] = context[i].model_copy(update={"content": "cut " * rng.randint(0, 5)})
+            elif change < 0.15 and isinstance(counter, EstimateCounter):
+                counter = counter.recalibrated(4000, rng.randint(500, 2000))
+            else:
+                context.append(Message.user("word " * rng.randint(0, 40) + "é" * rng.randint(0, 3)))
+            fresh = tuple(count_message(counter, m) for m in context)
+            assert sizes.all_tokens(context, counter) == fresh, n
+            assert sizes.total_nbytes(context) == sum(len(message_text(m).encode()) for m in context)
+
+
+class WordCounter:
+    """An exact counter (as tiktoken is): one token per word."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+    def recalibrated(self, nbytes: int, tokens: int) -> WordCounter:
+        return self
 
 
 def test_estimator_ignores_tiny_or_empty_samples() -> None:

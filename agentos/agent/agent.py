@@ -11,7 +11,7 @@ import atexit
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -326,17 +326,18 @@ class Agent:
 
         return run_turn(self, text)
 
-    def build_request(self) -> ModelRequest:
-        """The request for the next model call: system prompt, summary, in-context messages, tools."""
+    def build_request(self, pending: Sequence[Message] = ()) -> ModelRequest:
+        """The request for the next model call: system prompt, summary, in-context messages, tools; `pending`
+        messages are about to join the context and are in the request as if they had."""
         owner = self._owner
-        stats = MemoryStats(message_count=owner.message_count, hidden_count=owner.hidden_count)
+        stats = MemoryStats(message_count=owner.message_count + len(pending), hidden_count=owner.hidden_count)
         dynamic = self.prompts.dynamic(owner.blocks_view(), now=utc_now(), last_edit=owner.last_memory_edit_at,
                                        tier_lines=self.tiers.metadata(stats))
         summary = self.prompts.summary_message(owner.summary, owner.hidden_count)
         return ModelRequest(
             system_static=self.prompts.static(),
             system_dynamic=dynamic,
-            messages=([summary] if summary else []) + list(owner.context),
+            messages=([summary] if summary else []) + [*owner.context, *pending],
             tools=list(self.tools),
         )
 

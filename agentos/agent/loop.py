@@ -20,7 +20,7 @@ from agentos.events import (
     UsageReported,
 )
 from agentos.messages import Message, ToolCall, Usage
-from agentos.providers.base import StreamDone, StreamText, StreamToolCall, StreamUsage
+from agentos.providers.base import ModelRequest, StreamDone, StreamText, StreamToolCall, StreamUsage
 
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
@@ -54,18 +54,22 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
         yield _failure(exc, 0)
         return
     owner = agent.state
-    too_large = agent.pager.preflight(agent.build_request(), owner.calibration)
+    user = Message.user(text)
+    first = agent.build_request(pending=[user])
+    too_large = agent.pager.preflight(first, owner.calibration)
     if too_large:
         yield TurnFailed(error=too_large, kind="ContextOverflowError", steps=0)
         return
-    owner.append(Message.user(text))
+    owner.append(user)
     settings = owner.settings
     total = Usage()
     steps = 0
+    request: ModelRequest | None = first  # built once per step; again only after the pager changed the context
     try:
         while steps < settings.max_steps:
             steps += 1
-            decision = agent.pager.before_call(agent.pager_view())
+            request = request or agent.build_request()
+            decision = agent.pager.before_call(agent.pager_view(request))
             owner.set_alerted(decision.alerted)
             if decision.alert is not None:
                 owner.append(decision.alert)
@@ -73,12 +77,13 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                 yield decision.notice
             if decision.compaction is not None:
                 yield agent.apply(decision.compaction)
+            if decision.alert is not None or decision.compaction is not None:
+                request = agent.build_request()
             parts: list[str] = []
             calls: list[ToolCall] = []
             stop: str | None = None
             overflows = 0
             while True:
-                request = agent.build_request()
                 try:
                     for event in agent.provider.stream(request):
                         if isinstance(event, StreamText):
@@ -103,9 +108,11 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                                  f"({overflows}/{settings.pager.overflow_retries})")
                     compaction = agent.pager.compact(agent.pager_view(request), "overflow", attempt=overflows)
                     yield agent.apply(compaction) if isinstance(compaction, Compaction) else compaction
+                    request = agent.build_request()
                 except Exception as exc:  # noqa: BLE001 - a provider failure ends the turn, not the agent
                     yield _failure(exc, steps)
                     return
+            request = None
             stop = stop or "no_finish_reason"
             reply = Message.assistant("".join(parts), calls)
             owner.append(reply)

@@ -96,6 +96,7 @@ class Pager:
         self.seconds = 0.0  # time spent in the pager, summaries included
         self._tools_key: tuple[str, ...] | None = None
         self._tools_text = ""
+        self._static: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
 
     # -- budget and counts ---------------------------------------------------------------------
 
@@ -120,6 +121,12 @@ class Pager:
             self._tools_text = json.dumps([t.openai_schema() for t in tools], separators=(",", ":"))
         return self._tools_text
 
+    def _static_tokens(self, text: str, counter: TokenCounter) -> int:
+        """Tokens of the byte-stable instructions, counted once per counter."""
+        if self._static[0] is not text or self._static[1] is not counter:
+            self._static = (text, counter, counter.count(text))
+        return self._static[2]
+
     def counts(self, request: ModelRequest, calibration: Calibration, *, offset: bool = True,
                fixed_only: bool = False) -> Counts:
         """Token counts per part of a request; `fixed_only` skips the messages."""
@@ -129,13 +136,19 @@ class Pager:
         if messages and messages[0].id == SUMMARY_ID:
             summary, messages = self.sizes.tokens(messages[0], counter), messages[1:]
         return Counts(
-            system=counter.count(request.system_static),
+            system=self._static_tokens(request.system_static, counter),
             memory=counter.count(request.system_dynamic),
             tools=counter.count(self._tools(request.tools)),
             summary=summary,
-            messages=tuple(self.sizes.tokens(m, counter) for m in messages),
+            messages=self.sizes.all_tokens(messages, counter) if messages else (),
             offset=calibration.offset if offset else 0,
         )
+
+    def _message_bytes(self, messages: list[Message]) -> int:
+        """UTF-8 size of a request's messages (the summary apart, so the context's sizes stay kept)."""
+        if messages and messages[0].id == SUMMARY_ID:
+            return self.sizes.nbytes(messages[0]) + self.sizes.total_nbytes(messages[1:])
+        return self.sizes.total_nbytes(messages)
 
     def observe(self, request: ModelRequest, usage: Usage, calibration: Calibration) -> Calibration:
         """The calibration that anchors the estimate to the input tokens the provider reported for `request`."""
@@ -144,9 +157,12 @@ class Pager:
             reported = usage.input_tokens
             if reported <= 0:
                 return calibration
-            texts = [request.system_static, request.system_dynamic, self._tools(request.tools)]
-            nbytes = sum(len(t.encode("utf-8")) for t in texts) + sum(self.sizes.nbytes(m) for m in request.messages)
-            learned = self.counter(calibration).recalibrated(nbytes, reported - MESSAGE_OVERHEAD * len(request.messages))
+            counter = self.counter(calibration)
+            nbytes = 0
+            if isinstance(counter, EstimateCounter):  # only the estimate learns from bytes
+                texts = [request.system_static, request.system_dynamic, self._tools(request.tools)]
+                nbytes = sum(len(t.encode("utf-8")) for t in texts) + self._message_bytes(request.messages)
+            learned = counter.recalibrated(nbytes, reported - MESSAGE_OVERHEAD * len(request.messages))
             ratio = learned.tokens_per_byte if isinstance(learned, EstimateCounter) and learned.calibrated else None
             updated = Calibration(ratio, 0)
             return Calibration(ratio, reported - self.counts(request, updated, offset=False).total)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentos.messages import Message, ToolCall, Usage
@@ -19,8 +19,9 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key
+from agentos.providers.sdk_client import default_timeout, guarded_stream, ready_body_options, resolve_key
 from agentos.providers.sdk_errors import ErrorContext
+from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
 
 if TYPE_CHECKING:
     import anthropic
@@ -62,29 +63,44 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
     return [{"type": "text", "text": f"[system] {text}" if m.role == "system" else text}]
 
 
-def to_anthropic_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Canonical messages as alternating user/assistant turns of content blocks.
+def wire_turns(messages: Sequence[Message], first: bool = True) -> list[tuple[int, str, list[Message]]]:
+    """The messages of each alternating user/assistant turn, with the index of each turn's first message.
 
     Tool results and mid-conversation system notes travel as user turns; consecutive same-role
-    turns are merged; empty assistant replies are dropped (the API rejects empty content); the
-    first turn is a user turn.
+    messages share a turn, with tool results first (the API wants them to open a user turn); empty
+    assistant replies are dropped (the API rejects empty content); the first turn is a user turn
+    (a placeholder is added where the history, if `first` says it starts here, starts with a reply).
     """
-    out: list[dict[str, Any]] = []
-    for m in messages:
+    turns: list[tuple[int, str, list[Message]]] = []
+    for index, m in enumerate(messages):
         role = "assistant" if m.role == "assistant" else "user"
-        blocks = _blocks(m)
-        if not blocks:
+        if role == "assistant" and not m.content.strip() and not m.tool_calls:
             continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
+        if turns and turns[-1][1] == role:
+            turns[-1][2].append(m)
         else:
-            out.append({"role": role, "content": blocks})
-    if out and out[0]["role"] != "user":
-        out.insert(0, {"role": "user", "content": [{"type": "text", "text": CONTINUE_TEXT}]})
-    for turn in out:  # tool results must open a user turn
-        if turn["role"] == "user":
-            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
-    return out
+            turns.append((index, role, [m]))
+    if first and turns and turns[0][1] != "user":
+        turns.insert(0, (0, "user", [Message.user(CONTINUE_TEXT)]))
+    for _, role, members in turns:
+        if role == "user":
+            members.sort(key=lambda m: m.role != "tool")
+    return turns
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Canonical messages as alternating user/assistant turns of content blocks (see `wire_turns`)."""
+    return [{"role": role, "content": [b for m in members for b in _blocks(m)]} for _, role, members in wire_turns(messages)]
+
+
+def _encode_blocks(m: Message) -> bytes:
+    return b",".join(dumps(block) for block in _blocks(m))
+
+
+def _encoded_turns(messages: Sequence[Message], first: bool) -> Iterator[tuple[int, bytes]]:
+    for start, role, members in wire_turns(messages, first):
+        blocks = b",".join(encoded(m, "anthropic", _encode_blocks) for m in members)
+        yield start, b'{"role":"' + role.encode() + b'","content":[' + blocks + b"]}"
 
 
 def system_blocks(request: ModelRequest) -> list[dict[str, Any]]:
@@ -175,6 +191,8 @@ class AnthropicProvider:
         timeout: Any = None,
     ) -> None:
         ensure_real_provider_allowed("anthropic")
+        import anthropic
+
         self.name = "anthropic"
         self.model = model
         self.info = (info or model_info("anthropic", model)).override(context_window=context_window)
@@ -185,12 +203,14 @@ class AnthropicProvider:
             from agentos.config import configured_base_url
 
             base_url = base_url or configured_base_url("anthropic")
-            import anthropic
-
             client = anthropic.Anthropic(api_key=resolve_key("anthropic", api_key), base_url=base_url, max_retries=0,
                                          timeout=timeout or default_timeout(), http_client=http_client)
         self.base_url = base_url
         self._client = client
+        self._tools = EncodedOnce(lambda tools: dumps(tool_schemas(tools)))
+        self._messages = EncodedSequence(_encoded_turns)
+        self._options = ready_body_options(anthropic, client, extra_headers={}, span_name="anthropic.messages.create",
+                                           span_route="/v1/messages")
         server = SERVERS["anthropic"]
         self._errors = ErrorContext(server.label, model, server.key_variable, base_url, "anthropic")
 
@@ -198,25 +218,49 @@ class AnthropicProvider:
         return f"AnthropicProvider(anthropic/{self.model})"
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments of `messages.create` for a request."""
+        """The keyword arguments of `messages.create` for a request, in the order the SDK sends them."""
         params: dict[str, Any] = {
-            "model": self.model,
             "max_tokens": request.max_output_tokens or self.max_output_tokens,
-            "system": system_blocks(request),
             "messages": to_anthropic_messages(request.messages),
+            "model": self.model,
             "stream": True,
+            "system": system_blocks(request),
         }
         if request.tools:
             params["tools"] = tool_schemas(request.tools)
         return params
 
+    def request_body(self, request: ModelRequest) -> bytes:
+        """The body `messages.create(**request_params(request))` sends, byte for byte, built from messages
+        encoded once and the tool list encoded once."""
+        fields = [("max_tokens", dumps(request.max_output_tokens or self.max_output_tokens)),
+                  ("messages", json_array(self._messages.items(request.messages))), ("model", dumps(self.model)),
+                  ("stream", b"true"), ("system", dumps(system_blocks(request)))]
+        if request.tools:
+            fields.append(("tools", self._tools.get(request.tools)))
+        return json_object(fields)
+
     def stream(self, request: ModelRequest) -> Iterator[ProviderEvent]:
         """Stream one call, retrying rate limits and server errors that happen before any output."""
         import anthropic
 
-        params = self.request_params(request)
+        create = self._open_stream(request)
 
         def attempt() -> Iterator[ProviderEvent]:
-            return guarded_stream(lambda: self._client.messages.create(**params), stream_events, anthropic, self._errors)
+            return guarded_stream(create, stream_events, anthropic, self._errors)
 
         yield from stream_with_retries(attempt, self.retry)
+
+    def _open_stream(self, request: ModelRequest) -> Callable[[], Any]:
+        """What opens the SDK's stream for `request`: a post of the ready body, or `create` where the SDK
+        cannot take one."""
+        import anthropic
+        from anthropic.types import Message as ApiMessage
+        from anthropic.types import RawMessageStreamEvent
+
+        if self._options is None:
+            params = self.request_params(request)
+            return lambda: self._client.messages.create(**params)
+        body, options = self.request_body(request), self._options
+        return lambda: self._client.post("/v1/messages", content=body, cast_to=ApiMessage, options=options,
+                                         stream=True, stream_cls=anthropic.Stream[RawMessageStreamEvent])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentos.errors import ConfigError
-from agentos.messages import ToolCall, Usage, new_id
+from agentos.messages import Message, ToolCall, Usage, new_id
 from agentos.providers.base import (
     ModelRequest,
     ProviderEvent,
@@ -19,8 +20,9 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key
+from agentos.providers.sdk_client import default_timeout, guarded_stream, read_to_end, ready_body_options, resolve_key
 from agentos.providers.sdk_errors import ErrorContext
+from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
 
 if TYPE_CHECKING:
     import openai
@@ -31,34 +33,79 @@ _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "content_filter": "
                  "tool_calls": "tool_use", "function_call": "tool_use"}
 
 
-def to_openai_messages(request: ModelRequest, *, null_content: bool = True) -> list[dict[str, Any]]:
-    """Canonical messages in Chat Completions form.
+def _skipped(m: Message) -> bool:
+    """An empty assistant message (an empty reply): left out, as strict servers reject it."""
+    return m.role == "assistant" and not m.content and not m.tool_calls
 
-    Empty assistant messages (an empty reply) are left out and consecutive user messages are
-    joined, so one odd reply cannot make a strict server reject every later request.
-    """
-    out: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
-    for m in request.messages:
+
+def wire_groups(messages: Sequence[Message]) -> Iterator[tuple[int, list[Message]]]:
+    """The messages that become one wire message each, with the index of each group's first: every message
+    alone, except that a run of user messages is joined (empty replies between them are left out), so one
+    odd reply cannot make a strict server reject every later request."""
+    run: list[Message] = []
+    run_start = 0
+    for index, m in enumerate(messages):
+        if _skipped(m):
+            continue
         if m.role == "user":
-            if out[-1]["role"] == "user" and isinstance(out[-1]["content"], str):
-                out[-1]["content"] += "\n\n" + m.content
-            else:
-                out.append({"role": "user", "content": m.content})
-        elif m.role == "system":
-            out.append({"role": "system", "content": m.content})
-        elif m.role == "assistant":
-            if not m.content and not m.tool_calls:
-                continue
-            message: dict[str, Any] = {"role": "assistant", "content": m.content or (None if null_content else "")}
-            if m.tool_calls:
-                message["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                    for c in m.tool_calls
-                ]
-            out.append(message)
-        elif m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content or EMPTY_TOOL_RESULT})
-    return out
+            if not run:
+                run_start = index
+            run.append(m)
+            continue
+        if run:
+            yield run_start, run
+            run = []
+        yield index, [m]
+    if run:
+        yield run_start, run
+
+
+def openai_message(m: Message, *, null_content: bool = True) -> dict[str, Any]:
+    """One canonical message in Chat Completions form."""
+    if m.role == "assistant":
+        message: dict[str, Any] = {"role": "assistant", "content": m.content or (None if null_content else "")}
+        if m.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls
+            ]
+        return message
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content or EMPTY_TOOL_RESULT}
+    return {"role": m.role, "content": m.content}
+
+
+def _group_message(group: list[Message], null_content: bool) -> dict[str, Any]:
+    if len(group) == 1:
+        return openai_message(group[0], null_content=null_content)
+    return {"role": "user", "content": "\n\n".join(m.content for m in group)}
+
+
+def to_openai_messages(request: ModelRequest, *, null_content: bool = True) -> list[dict[str, Any]]:
+    """Canonical messages in Chat Completions form: the system prompt, then `wire_groups` of the messages."""
+    return [{"role": "system", "content": request.system}] + [
+        _group_message(group, null_content) for _, group in wire_groups(request.messages)]
+
+
+class EncodedMessages:
+    """`to_openai_messages` as the JSON the SDK would send, each message encoded once, and a call's
+    sequence encoded only past the previous call's."""
+
+    def __init__(self, *, null_content: bool) -> None:
+        self.null_content = null_content
+        self._form = "openai" if null_content else "openai-compatible"
+        self._sequence = EncodedSequence(self._items)
+
+    def _one(self, m: Message) -> bytes:
+        return dumps(openai_message(m, null_content=self.null_content))
+
+    def _items(self, messages: Sequence[Message], first: bool) -> Iterator[tuple[int, bytes]]:
+        for start, group in wire_groups(messages):
+            one = len(group) == 1
+            yield start, encoded(group[0], self._form, self._one) if one else dumps(_group_message(group, self.null_content))
+
+    def encode(self, request: ModelRequest) -> bytes:
+        return json_array([dumps({"role": "system", "content": request.system}), *self._sequence.items(request.messages)])
 
 
 @dataclass
@@ -161,6 +208,24 @@ def normalise_stop(finish: str | None, *, has_calls: bool, refused: bool = False
     return reason
 
 
+@lru_cache(maxsize=1)
+def _keep_alive_stream() -> type:
+    """The SDK's stream class, reading the response to its end at `[DONE]` (where the SDK stops reading and
+    closes it), so that the connection is kept for the next call."""
+    import openai
+    from openai.types.chat import ChatCompletionChunk
+
+    class KeepAliveStream(openai.Stream[ChatCompletionChunk]):
+        def _iter_events(self) -> Iterator[Any]:
+            events = super()._iter_events()
+            for sse in events:
+                if sse.data.startswith("[DONE]"):
+                    read_to_end(events)
+                yield sse
+
+    return KeepAliveStream
+
+
 class OpenAIProvider:
     """A model behind the Chat Completions API: OpenAI itself, or any compatible server (`family`)."""
 
@@ -180,6 +245,8 @@ class OpenAIProvider:
         stream_usage: bool = True,
     ) -> None:
         ensure_real_provider_allowed(family)
+        import openai
+
         server = SERVERS[family]
         self.name = family
         self.model = model
@@ -196,39 +263,66 @@ class OpenAIProvider:
                     f"openai-compatible/{model} needs the server's address: use the spec "
                     f"openai-compatible/{model}@http://HOST:PORT/v1, or set base_urls in the agentos config file."
                 )
-            import openai
-
             client = openai.OpenAI(api_key=resolve_key(family, api_key), base_url=base_url, max_retries=0,
                                    timeout=timeout or default_timeout(), http_client=http_client)
         self.base_url = base_url
         self._client = client
         self._errors = ErrorContext(server.label, model, server.key_variable, base_url, family)
+        self._max_tokens_key = "max_completion_tokens" if family == "openai" else "max_tokens"
+        self._tools = EncodedOnce(lambda tools: json_array(dumps(t.openai_schema()) for t in tools))
+        self._messages = EncodedMessages(null_content=family == "openai")
+        self._options = ready_body_options(openai, client, security={"bearer_auth": True})
 
     def __repr__(self) -> str:
         return f"OpenAIProvider({self.name}/{self.model}, base_url={self.base_url!r})"
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments of `chat.completions.create` for a request."""
+        """The keyword arguments of `chat.completions.create` for a request, in the order the SDK sends them."""
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": to_openai_messages(request, null_content=self.name == "openai"),
             "stream": True,
+            "messages": to_openai_messages(request, null_content=self.name == "openai"),
         }
+        if request.max_output_tokens:
+            params[self._max_tokens_key] = request.max_output_tokens
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
         if request.tools:
             params["tools"] = [t.openai_schema() for t in request.tools]
-        if request.max_output_tokens:
-            params["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_output_tokens
         return params
+
+    def request_body(self, request: ModelRequest) -> bytes:
+        """The body `chat.completions.create(**request_params(request))` sends, byte for byte, built from
+        messages encoded once and the tool list encoded once."""
+        fields = [("model", dumps(self.model)), ("stream", b"true"),
+                  ("messages", self._messages.encode(request))]
+        if request.max_output_tokens:
+            fields.append((self._max_tokens_key, dumps(request.max_output_tokens)))
+        if self.stream_usage:
+            fields.append(("stream_options", b'{"include_usage":true}'))
+        if request.tools:
+            fields.append(("tools", self._tools.get(request.tools)))
+        return json_object(fields)
 
     def stream(self, request: ModelRequest) -> Iterator[ProviderEvent]:
         """Stream one call, retrying rate limits and server errors that happen before any output."""
         import openai
 
-        params = self.request_params(request)
+        create = self._open_stream(request)
 
         def attempt() -> Iterator[ProviderEvent]:
-            return guarded_stream(lambda: self._client.chat.completions.create(**params), stream_events, openai, self._errors)
+            return guarded_stream(create, stream_events, openai, self._errors)
 
         yield from stream_with_retries(attempt, self.retry)
+
+    def _open_stream(self, request: ModelRequest) -> Callable[[], Any]:
+        """What opens the SDK's stream for `request`: a post of the ready body, or `create` where the SDK
+        cannot take one."""
+        from openai.types.chat import ChatCompletion
+
+        if self._options is None:
+            params = self.request_params(request)
+            return lambda: self._client.chat.completions.create(**params)
+        body, options = self.request_body(request), self._options
+        return lambda: self._client.post("/chat/completions", content=body, cast_to=ChatCompletion, options=options,
+                                         stream=True, stream_cls=_keep_alive_stream())

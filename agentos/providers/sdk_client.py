@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
+import threading
 from collections.abc import Callable, Iterator
+from importlib import import_module
 from typing import Any
 
 from agentos.errors import AuthenticationError
@@ -57,3 +60,37 @@ def guarded_stream(
     finally:
         if response is not None:
             response.close()
+
+
+DRAIN_WAIT = 0.05  # seconds a finished stream may take to end its body before its connection is given up
+
+
+def read_to_end(events: Iterator[Any]) -> None:
+    """Read the rest of a response whose stream has said it is done, so its connection can serve the next call
+    (no new TCP and TLS handshake); a server that does not end the body promptly costs the connection, not
+    the reply (the reading goes on in a thread until the SDK closes the response)."""
+
+    def read() -> None:
+        try:
+            for _ in events:
+                pass
+        except Exception:  # noqa: BLE001 - the reply is complete; a failed read only costs the connection
+            pass
+
+    reader = threading.Thread(target=read, daemon=True, name="agentos-http-drain")
+    reader.start()
+    reader.join(DRAIN_WAIT)
+
+
+def ready_body_options(sdk: Any, client: Any, **wanted: Any) -> Any:
+    """The request options the SDK's own `create` passes (its auth scheme, tracing names), for posting a body
+    already encoded; None where this SDK version cannot post one (the caller then goes through `create`)."""
+    try:
+        make = import_module(f"{sdk.__name__}._base_client").make_request_options
+        post = inspect.signature(client.post).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return None
+    if "content" not in post:
+        return None
+    accepted = inspect.signature(make).parameters
+    return dict(make(**{key: value for key, value in wanted.items() if key in accepted}))
