@@ -10,6 +10,10 @@ loop, prompt and pager, whose own time per call is printed too). Then agent crea
 reply in a fresh process (`agentos chat` with piped input), and this process's peak RSS.
 
     python benchmarks/provider_overhead.py [--turns 40] [--sizes 0 300 1000 3000] [--providers openai anthropic]
+                                           [--before PATH]
+
+`--before PATH` first runs the same cases on the agentos source tree at PATH (a checkout of an earlier
+commit: `git worktree add /tmp/before <commit>`), so both tables come from one run on one machine.
 """
 
 from __future__ import annotations
@@ -236,10 +240,16 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--sizes", type=int, nargs="+", default=[0, 300, 1000, 3000])
     parser.add_argument("--providers", nargs="+", default=["openai", "anthropic"])
+    parser.add_argument("--before", help="an earlier agentos source tree to measure first, in the same run")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         return serve()
+    if args.before:
+        print(f"== before: {args.before}", flush=True)
+        own = [a for i, a in enumerate(sys.argv[1:]) if a != "--before" and sys.argv[i] != "--before"]
+        subprocess.run([sys.executable, __file__, *own], env={**os.environ, "PYTHONPATH": args.before}, check=True)
+        print("== after: this tree", flush=True)
     home = tempfile.mkdtemp(prefix="agentos-provider-bench-")
     os.environ["AGENTOS_HOME"] = home
     os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-local-bench")

@@ -97,3 +97,11 @@ def test_a_server_that_does_not_end_the_body_still_gets_the_reply_at_once() -> N
         again = complete(provider, request())  # on a new connection, as the first could not be kept
     assert reply.text == "hello" and still_holding
     assert again.text == "hello"
+
+
+def test_providers_of_different_agents_share_the_connection_pool() -> None:
+    with serving() as server:
+        first, second = provider_for(server), provider_for(server)
+        texts = [complete(provider, request()).text for provider in (first, second, first, second)]
+    assert texts == ["hello"] * 4
+    assert server.connections == 1

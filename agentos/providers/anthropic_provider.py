@@ -19,7 +19,13 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_client import default_timeout, guarded_stream, ready_body_options, resolve_key
+from agentos.providers.sdk_client import (
+    default_timeout,
+    guarded_stream,
+    ready_body_options,
+    resolve_key,
+    shared_http_client,
+)
 from agentos.providers.sdk_errors import ErrorContext
 from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
 
@@ -204,7 +210,8 @@ class AnthropicProvider:
 
             base_url = base_url or configured_base_url("anthropic")
             client = anthropic.Anthropic(api_key=resolve_key("anthropic", api_key), base_url=base_url, max_retries=0,
-                                         timeout=timeout or default_timeout(), http_client=http_client)
+                                         timeout=timeout or default_timeout(),
+                                         http_client=http_client or shared_http_client(anthropic))
         self.base_url = base_url
         self._client = client
         self._tools = EncodedOnce(lambda tools: dumps(tool_schemas(tools)))

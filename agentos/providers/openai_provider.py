@@ -20,7 +20,14 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_client import default_timeout, guarded_stream, read_to_end, ready_body_options, resolve_key
+from agentos.providers.sdk_client import (
+    default_timeout,
+    guarded_stream,
+    read_to_end,
+    ready_body_options,
+    resolve_key,
+    shared_http_client,
+)
 from agentos.providers.sdk_errors import ErrorContext
 from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
 
@@ -264,7 +271,8 @@ class OpenAIProvider:
                     f"openai-compatible/{model}@http://HOST:PORT/v1, or set base_urls in the agentos config file."
                 )
             client = openai.OpenAI(api_key=resolve_key(family, api_key), base_url=base_url, max_retries=0,
-                                   timeout=timeout or default_timeout(), http_client=http_client)
+                                   timeout=timeout or default_timeout(),
+                                   http_client=http_client or shared_http_client(openai))
         self.base_url = base_url
         self._client = client
         self._errors = ErrorContext(server.label, model, server.key_variable, base_url, family)

@@ -41,6 +41,20 @@ def default_timeout() -> Any:
     return httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
 
 
+_shared_clients: dict[str, Any] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_http_client(sdk: Any) -> Any:
+    """One HTTP client per SDK for the whole process, with the SDK's own defaults: every agent's provider shares
+    its connection pool, and its TLS setup (some 40 ms of loading certificates) is paid once, not per agent."""
+    with _shared_lock:
+        client = _shared_clients.get(sdk.__name__)
+        if client is None or client.is_closed:
+            client = _shared_clients[sdk.__name__] = sdk.DefaultHttpxClient(timeout=default_timeout())
+        return client
+
+
 def guarded_stream(
     create: Callable[[], Any], translate: Callable[[Any], Iterator[ProviderEvent]], sdk: Any, errors: ErrorContext
 ) -> Iterator[ProviderEvent]:
