@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentos.storage.db import quote
+from agentos.agent.agent import Agent
 from tests.memory_helpers import archival, call, make_agent, say
 
 NASTY = [
@@ -21,11 +22,20 @@ NASTY = [
 ]
 
 
+def index_now(agent: Agent) -> None:
+    """Fold every row into the search indexes, as maintenance does in the background: searches of indexed
+    rows go through the index's own query handling, which searches of fresh rows never reach."""
+    agent.store.maintenance.run_now(["messages", archival(agent).table_name])
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["fresh rows", "indexed rows"])
 @pytest.mark.parametrize("value", NASTY)
-def test_queries_and_tags_are_data_not_sql(value: str) -> None:
+def test_queries_and_tags_are_data_not_sql(value: str, indexed: bool) -> None:
     agent = make_agent()
     say(agent, "user", "the only message")
     call(agent, "archival_insert", content="the only passage", tags=["safe"])
+    if indexed:
+        index_now(agent)
     text, err = call(agent, "conversation_search", query=value)
     assert not err, text
     text, err = call(agent, "archival_search", query=value)
@@ -34,6 +44,17 @@ def test_queries_and_tags_are_data_not_sql(value: str) -> None:
     if len(value[:64]) and "\n" not in value:
         assert not err and text.startswith("No passages"), text  # filtered, never widened
     assert archival(agent).count() == 1
+
+
+@pytest.mark.parametrize("query", ['"only"', 'the "only message', '"" only ""', "only:message AND"])
+def test_quotes_and_operators_in_a_query_are_words_to_match(query: str) -> None:
+    agent = make_agent(embedder="none")  # keywords alone: what is found is the index's answer
+    say(agent, "user", "the only message")
+    say(agent, "user", "something else entirely")
+    index_now(agent)
+    text, err = call(agent, "conversation_search", query=query)
+    assert not err, text
+    assert text.startswith("Showing messages 1-1 of 1") and "the only message" in text, text
 
 
 @pytest.mark.parametrize("value", NASTY)

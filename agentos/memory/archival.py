@@ -240,7 +240,7 @@ class ArchivalTier(Tier):
             reads = self.ctx.db.reads
             handle = reads.handle(self.table_name)
             rows, near = reads.gather(  # keyword and vector search run at once, each bringing its rows' shown columns
-                fts_rows(handle, query, where, MAX_CANDIDATES, _SHOWN, kept=kept),
+                fts_rows(handle, query, "text", where, MAX_CANDIDATES, _SHOWN, kept=kept),
                 nearest_rows(handle, vector, where, VECTOR_CANDIDATES, _SHOWN, kept=kept) if vector else None,
             )
             ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])

@@ -196,7 +196,7 @@ class RecallTier(Tier):
                 reads = self.ctx.db.reads
                 vectors = None if vector is None else reads.handle(vectors_table_name(self.agent_id))
                 rows, near = reads.gather(  # keyword and vector search run at once
-                    fts_rows(reads.handle("messages"), query, where, MAX_CANDIDATES, _SHOWN),
+                    fts_rows(reads.handle("messages"), query, "search_text", where, MAX_CANDIDATES, _SHOWN),
                     None if vectors is None or vector is None else nearest_rows(
                         vectors, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
                 )

@@ -190,17 +190,24 @@ async def _filtered(search: Callable[[int], Any], where: str | None, limit: int,
     return sorted(rows, key=order)[:limit]
 
 
-def fts_rows(table: Any, query: str, where: str | None, limit: int, columns: Sequence[str] = (),
+def fts_rows(table: Any, query: str, column: str, where: str | None, limit: int, columns: Sequence[str] = (),
              kept: float | None = None) -> Read:
-    """BM25 matches, best first: id, score and `columns`; a read of an async table handle, to run with
-    `Reads.gather` beside the vector search. With `kept` (from `after_ranking`) the filter is applied
-    after ranking.
+    """BM25 matches of `query`'s words in `column`, best first: id, score and `columns`; a read of an async
+    table handle, to run with `Reads.gather` beside the vector search. With `kept` (from `after_ranking`) the
+    filter is applied after ranking.
+
+    The query is words to match, never query syntax: quotes, colons and operators from the model are text
+    (as syntax, a quote asks for a phrase query, which the index, built without positions, refuses).
 
     Equal scores are ordered by `seq` (when selected), then id: LanceDB's order of ties changes as
     the index is rebuilt, and pages of one ranking must not shift between calls."""
 
+    from lancedb.query import MatchQuery
+
+    match = MatchQuery(query, column)
+
     def search(n: int) -> Any:
-        return table.query().nearest_to_text(query).select(["id", "_score", *columns]).limit(n)
+        return table.query().nearest_to_text(match).select(["id", "_score", *columns]).limit(n)
 
     return _filtered(search, where, limit, kept, lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))
 
