@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from agentos.errors import MemoryEditError
 from agentos.messages import utc_now
+from agentos.text import ValidText
 
 DEFAULT_BLOCK_LIMIT = 5000
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
@@ -19,9 +20,9 @@ class Block(BaseModel):
     """One core memory block. Limits bind edits only: a stored block over its limit still loads."""
 
     label: str
-    value: str = ""
+    value: ValidText = ""
     limit: int = DEFAULT_BLOCK_LIMIT
-    description: str = ""
+    description: ValidText = ""
     read_only: bool = False
 
     @field_validator("label")
@@ -39,8 +40,8 @@ class MemoryEdit(BaseModel):
 
     at: datetime = Field(default_factory=utc_now)
     label: str
-    old_value: str
-    new_value: str
+    old_value: ValidText
+    new_value: ValidText
     tool_call_id: str | None = None
     rev: int | None = None  # the agent's state revision it landed with (None until saved, and in old logs)
 

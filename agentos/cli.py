@@ -175,7 +175,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def tolerant_streams() -> None:
+    """Undecodable input becomes U+FFFD and unprintable output a replacement, instead of ending the command
+    (a pasted binary, a terminal in another encoding, a C locale)."""
+    for stream, errors in ((sys.stdin, "replace"), (sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors=errors)
+            except (ValueError, OSError):  # a stream that cannot change (a test's capture, a closed pipe)
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    tolerant_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
@@ -183,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.handler(args)
+    except BrokenPipeError:  # the reader went away (`agentos show sam | head -1`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the interpreter's own flush at exit is quiet too
+        return 0
     except AgentOSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

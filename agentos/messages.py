@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from agentos.text import ValidText
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -24,9 +26,9 @@ def utc_now() -> datetime:
 class ToolCall(BaseModel):
     """A request by the model to run one tool; `arguments` is the raw JSON text the model sent."""
 
-    id: str
-    name: str
-    arguments: str = "{}"
+    id: ValidText
+    name: ValidText
+    arguments: ValidText = "{}"
 
 
 class Message(BaseModel):
@@ -38,10 +40,10 @@ class Message(BaseModel):
 
     id: str = Field(default_factory=new_id)
     role: Role
-    content: str = ""
+    content: ValidText = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_call_id: str | None = None
-    name: str | None = None
+    tool_call_id: ValidText | None = None
+    name: ValidText | None = None
     is_error: bool = False
     created_at: datetime = Field(default_factory=utc_now)
     # (counter kind, content, measure): the pager's cached size of this message (for this very content); not serialized

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentos.storage.db import quote
 from agentos.agent.agent import Agent
+from agentos.storage.db import quote
 from tests.memory_helpers import archival, call, make_agent, say
 
 NASTY = [

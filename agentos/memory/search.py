@@ -204,7 +204,7 @@ def fts_rows(table: Any, query: str, column: str, where: str | None, limit: int,
 
     from lancedb.query import MatchQuery
 
-    match = MatchQuery(query, column)
+    match = MatchQuery(query, column)  # type: ignore[call-arg]  # pydantic fields with defaults, seen as required
 
     def search(n: int) -> Any:
         return table.query().nearest_to_text(match).select(["id", "_score", *columns]).limit(n)

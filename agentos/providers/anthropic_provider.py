@@ -49,10 +49,11 @@ def _tool_id(call_id: str | None) -> str:
 
 
 def _tool_input(call: ToolCall) -> dict[str, Any]:
-    """The call's arguments as an object; malformed JSON (already answered with a tool error) becomes {}."""
+    """The call's arguments as an object; malformed or too deeply nested JSON (already answered with a tool
+    error) becomes {}."""
     try:
         value = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

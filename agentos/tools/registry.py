@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from agentos.errors import ToolError
 from agentos.messages import ToolCall
+from agentos.text import MAX_DEPTH, valid_values
 from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool
 
@@ -83,11 +84,16 @@ class ToolRegistry:
             return self._error(f'unknown tool "{call.name}". Available tools: {available}.')
         raw = call.arguments.strip() or "{}"
         try:
-            args = json.loads(raw)
+            args = valid_values(json.loads(raw))
         except json.JSONDecodeError as exc:
             return self._error(
                 f"the arguments for {call.name} are not valid JSON ({exc.msg} at position {exc.pos}). "
                 f"Send one JSON object."
+            )
+        except (RecursionError, ValueError):
+            return self._error(
+                f"the arguments for {call.name} are nested too deeply (more than {MAX_DEPTH} levels). "
+                f"Send a flat JSON object."
             )
         if not isinstance(args, dict):
             return self._error(
@@ -120,5 +126,5 @@ def _to_text(result: Any) -> str:
         return result
     try:
         return json.dumps(result, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return str(result)
