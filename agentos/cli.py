@@ -99,17 +99,24 @@ def cmd_tui(args: argparse.Namespace) -> int:
     return run_tui(Agent.load(args.name))
 
 
+DEMO_MODEL = "scripted/demo"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
     from agentos.chat import Repl
     from agentos.errors import AgentNotFoundError
 
     try:
-        agent = Agent.load(args.name)
+        model = Agent.load(args.name, read_only=True, with_model=False).model
     except AgentNotFoundError:
-        agent = Agent.create(args.name, model="scripted/demo")
+        agent = Agent.create(args.name, model=DEMO_MODEL)
         print(f'Created the offline demo agent "{args.name}". Tell it your name, quit, and come back.')
-    return Repl(agent).run()
+        return Repl(agent).run()
+    if model != DEMO_MODEL:
+        raise AgentOSError(f'"{args.name}" is not a demo agent: it uses {model}. Chat with it with: agentos chat '
+                           f"{args.name}, or give the demo another name: agentos demo NAME")
+    return Repl(Agent.load(args.name)).run()
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
@@ -134,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentos",
         description="Agents that manage their own memory. Data lives in $AGENTOS_HOME.",
     )
+    from agentos import __version__
+
+    parser.add_argument("--version", action="version", version=f"agentos {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, handler: Callable[[argparse.Namespace], int], help_text: str) -> argparse.ArgumentParser:

@@ -84,13 +84,18 @@ def configured_base_url(family: str, home: Path | None = None) -> str | None:
 
 def default_model(home: Path | None = None) -> str:
     """The model spec to use when none is given: config, $AGENTOS_MODEL, then whichever API key is set."""
+    return default_model_and_source(home)[0]
+
+
+def default_model_and_source(home: Path | None = None) -> tuple[str, str]:
+    """`default_model`, and where it came from (to name in an error about the spec)."""
     configured = load_config(home).get("model")
     if configured:
-        return str(configured)
+        return str(configured), f'"model" in {config_path(home)}'
     if os.environ.get(MODEL_VARIABLE):
-        return os.environ[MODEL_VARIABLE]
+        return os.environ[MODEL_VARIABLE], f"${MODEL_VARIABLE}"
     if api_key("openai", "OPENAI_API_KEY", home):
-        return "openai/gpt-4.1-mini"
+        return "openai/gpt-4.1-mini", "the default for OPENAI_API_KEY"
     if api_key("anthropic", "ANTHROPIC_API_KEY", home):
-        return "anthropic/claude-sonnet-4-5"
+        return "anthropic/claude-sonnet-4-5", "the default for ANTHROPIC_API_KEY"
     raise ConfigError(NO_MODEL_HELP)

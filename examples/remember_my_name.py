@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 from agentos import Agent
+from agentos.agent.agent import list_agents
 from agentos.providers import ScriptedProvider, Step
 
 
@@ -24,6 +25,8 @@ def first_session() -> None:
             "Lovely to meet you, Ada! I'll remember your name.",
         ]
     )
+    if "example-ada" in {a.name for a in list_agents()}:  # a second run: meet again from the start
+        Agent.delete("example-ada")
     agent = Agent.create("example-ada", provider=model)
     for event in agent.turn("Hello! I'm Ada Lovelace."):
         if event.type == "memory_edited":

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import agentos
 from agentos import Agent
 from agentos.agent.agent import list_agents
 from agentos.chat import Repl
@@ -162,3 +163,35 @@ def test_new_with_an_embedder_searches_by_meaning_too(capsys: pytest.CaptureFixt
     assert done.returncode == 1 and done.stderr.startswith("error: unknown embedder 'magic'")
     assert main(["list"]) == 0
     assert "sam" not in capsys.readouterr().out  # nothing was created
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"agentos {agentos.__version__}\n"
+
+
+@pytest.mark.usefixtures("allow_real_providers")
+def test_demo_refuses_an_agent_that_is_not_a_demo(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["new", "x5", "--model", "openai-compatible/m@http://127.0.0.1:9/v1"]) == 0
+    capsys.readouterr()
+    assert main(["demo", "x5"]) == 1
+    assert capsys.readouterr().err == (
+        'error: "x5" is not a demo agent: it uses openai-compatible/m@http://127.0.0.1:9/v1. Chat with it with: '
+        "agentos chat x5, or give the demo another name: agentos demo NAME\n")
+
+
+def test_an_invalid_agentos_model_is_named_as_the_source(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("AGENTOS_MODEL", "bogus")
+    assert main(["new", "y"]) == 1
+    assert capsys.readouterr().err.startswith(
+        'error: the model spec from $AGENTOS_MODEL is not valid: model spec "bogus" must look like family/model.')
+
+
+def test_deleting_an_unknown_agent_says_so_without_asking(capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail(f"asked: {prompt}"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    assert main(["delete", "nosuch"]) == 1
+    assert capsys.readouterr().err.startswith('error: no agent named "nosuch".')

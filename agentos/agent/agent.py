@@ -165,10 +165,17 @@ class Agent:
         settings = settings or AgentSettings()
         prompts = PromptRenderer(settings.prompt_dir)
         if provider is None:
-            from agentos.config import default_model
+            from agentos.config import default_model_and_source
 
-            model = model or default_model(Path(home) if home else None)
-            provider = resolve_model(model, context_window=settings.context_window)
+            source = None
+            if not model:
+                model, source = default_model_and_source(Path(home) if home else None)
+            try:
+                provider = resolve_model(model, context_window=settings.context_window)
+            except ConfigError as exc:
+                if source is None:
+                    raise
+                raise ConfigError(f"the model spec from {source} is not valid: {exc}") from exc
         model = model or f"{provider.name}/{provider.model}"
         all_blocks = [
             Block(label="persona", value=persona if persona is not None else prompts.default_block("persona"),
