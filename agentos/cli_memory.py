@@ -25,7 +25,7 @@ def _dates(args: argparse.Namespace) -> tuple[Any, Any]:
     from agentos.memory.search import date_range
 
     try:
-        return date_range(args.since, args.until)
+        return date_range(args.since, args.until, names=("--since", "--until"))
     except ToolError as exc:
         raise AgentOSError(str(exc)) from exc
 

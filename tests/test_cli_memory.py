@@ -59,3 +59,23 @@ def test_reindex_command_shows_progress(capsys: pytest.CaptureFixture[str]) -> N
     assert "[####" in err and "1/1" in err
     code, _, err = run(capsys, "reindex", "cy", "--embedder", "bogus")
     assert code == 1 and "unknown embedder" in err
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--until", "9999-12-31"), ("--since", "0999-01-01"), ("--since", "0001-01-01")])
+def test_the_ends_of_the_calendar_are_valid_bounds(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    agent = make_agent("ann", embedder="none")
+    say(agent, "user", "we talked about sailing", when=day(2))
+    agent.close()
+    for command in ("recall", "archival"):
+        code, out, err = run(capsys, command, "ann", "search", "sailing" if command == "recall" else "", flag, value)
+        assert code == 0 and err == "", err
+    assert "sailing" in run(capsys, "recall", "ann", "search", "", flag, value)[1]
+
+
+def test_date_errors_name_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    make_agent("ann", embedder="none").close()
+    code, _, err = run(capsys, "recall", "ann", "search", "", "--since", "2024-02-01", "--until", "2024-01-01")
+    assert code == 1 and err == "error: --since is after --until.\n"
+    code, _, err = run(capsys, "recall", "ann", "search", "", "--until", "9999-12-31T23:00-05:00")
+    assert code == 1 and err == ("error: --until '9999-12-31T23:00-05:00' is out of range: use a date between "
+                                 "0001-01-02 and 9999-12-30.\n")

@@ -127,3 +127,14 @@ def test_search_after_reload_and_compaction() -> None:
     say(again, "user", "one more about volcanoes")
     text, _ = call(again, "conversation_search", query="volcanoes")
     assert "of 6 " in text
+
+
+def test_dates_at_the_ends_of_the_calendar_filter_instead_of_failing() -> None:
+    agent = make_agent()
+    say(agent, "user", "an old note", when=day(2))
+    for args in ({"end_date": "9999-12-31"}, {"start_date": "0999-01-01"}, {"start_date": "0001-01-01", "end_date": "9999-12-31"}):
+        for tool in ("conversation_search", "archival_search"):
+            text, err = call(agent, tool, query="", **args)
+            assert not err, (tool, args, text)
+    assert "an old note" in call(agent, "conversation_search", query="", end_date="9999-12-31")[0]
+    assert call(agent, "conversation_search", query="", start_date="9999-12-31")[0] == "No messages found."

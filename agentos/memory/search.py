@@ -72,19 +72,23 @@ def parse_date(value: str | None, what: str, *, end: bool = False) -> datetime |
     try:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
             day = date.fromisoformat(text)
-            moment = datetime.combine(day + timedelta(days=1) if end else day, time(), UTC)
-            return moment - timedelta(microseconds=1) if end else moment
+            return datetime.combine(day, time.max if end else time(), UTC)
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ToolError(f"{what} {text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM.") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:
+        return as_utc(moment)
+    except OverflowError:  # an offset that moves it past year 1 or 9999
+        raise ToolError(f"{what} {text!r} is out of range: use a date between 0001-01-02 and 9999-12-30.") from None
 
 
-def date_range(start_date: str | None, end_date: str | None) -> tuple[datetime | None, datetime | None]:
-    start = parse_date(start_date, "start_date")
-    end = parse_date(end_date, "end_date", end=True)
+def date_range(start_date: str | None, end_date: str | None,
+               names: tuple[str, str] = ("start_date", "end_date")) -> tuple[datetime | None, datetime | None]:
+    """The bounds of a date search; errors name the bounds as the caller calls them (`names`)."""
+    start = parse_date(start_date, names[0])
+    end = parse_date(end_date, names[1], end=True)
     if start and end and start > end:
-        raise ToolError("start_date is after end_date.")
+        raise ToolError(f"{names[0]} is after {names[1]}.")
     return start, end
 
 
@@ -96,7 +100,7 @@ def as_utc(moment: datetime) -> datetime:
 def timestamp_literal(moment: datetime) -> str:
     """A LanceDB timestamp literal from a datetime we parsed (never raw model text)."""
     utc = as_utc(moment)
-    return f"timestamp '{utc.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+    return f"timestamp '{utc.year:04d}-{utc.strftime('%m-%d %H:%M:%S.%f')}'"  # %Y leaves years below 1000 short
 
 
 def date_clauses(column: str, start: datetime | None, end: datetime | None) -> list[str]:
