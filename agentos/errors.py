@@ -79,6 +79,25 @@ class ServerError(ProviderError):
         self.retry_after = retry_after
 
 
+class IncompleteStreamError(ServerError):
+    """The stream ended before the model said the reply was finished: a cut connection (`partial`), or a
+    response with no events at all (an error page behind a 200, a proxy, a server that does not stream).
+    Retried when nothing had arrived yet."""
+
+    UNNAMED = "the model's server"
+
+    def __init__(self, partial: bool, server: str = UNNAMED) -> None:
+        if partial:
+            text = (f"{server} stopped mid-reply: the stream ended before the reply was finished (the "
+                    "connection was probably cut). Try again.")
+        else:
+            text = (f"{server} sent no reply: the response ended without a single event (an error page, a "
+                    "proxy, or a server that does not stream). Check the server and its address.")
+        super().__init__(text)
+        self.partial = partial
+        self.server = server
+
+
 class ProviderTimeoutError(ProviderError):
     """The provider did not answer in time."""
 

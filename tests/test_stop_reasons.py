@@ -1,18 +1,21 @@
 """A reply cut at the output limit, a refusal, or a stream that ends without saying it finished is
-reported as such: an event, the turn's stop reason, and a notice in the CLI and the TUI."""
+reported as such: an event, the turn's stop reason, and a notice in the CLI and the TUI. A stream cut
+before its end, or a response with no events, is an error (retried when nothing had arrived)."""
 
 from __future__ import annotations
 
 import io
 
-from mock_api import MockAPI, an_sse, an_start, an_text, an_text_reply, oa_delta, oa_sse, sse_response
+import httpx2
+from mock_api import MockAPI, an_sse, an_start, an_text, an_text_reply, oa_delta, oa_sse, oa_text_reply, sse_response
 
 from agentos import Agent
 from agentos.chat import Repl
-from agentos.events import ReplyIncomplete, TurnFinished
+from agentos.events import ReplyIncomplete, TurnFailed, TurnFinished
 from agentos.providers import ScriptedProvider, Step
 from agentos.providers.anthropic_provider import AnthropicProvider
 from agentos.providers.openai_provider import OpenAIProvider
+from agentos.providers.retry import RetryPolicy
 from tests.helpers import of_type, types
 
 
@@ -33,16 +36,46 @@ def test_a_complete_reply_has_no_notice() -> None:
     assert not of_type(events, "reply_incomplete") and events[-1].stop_reason == "end_turn"  # type: ignore[union-attr]
 
 
-def test_an_openai_stream_that_ends_without_a_finish_reason_is_incomplete(allow_real_providers: None) -> None:
+def openai_agent(api: MockAPI, sleeps: list[float] | None = None, name: str = "oa") -> Agent:
+    retry = RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0, sleep=(sleeps if sleeps is not None else []).append)
+    provider = OpenAIProvider("gpt-4.1-mini", api_key="sk-test", base_url="http://mock/v1", http_client=api.client(),
+                              retry=retry)
+    return Agent.create(name, provider=provider)
+
+
+def test_an_openai_stream_cut_mid_reply_is_an_error_not_a_reply(allow_real_providers: None) -> None:
     cut = oa_sse(oa_delta({"role": "assistant", "content": "Half a"}), oa_delta({"content": " sentence"}), done=False)
-    api = MockAPI(sse_response(cut))
-    provider = OpenAIProvider("gpt-4.1-mini", api_key="sk-test", base_url="http://mock/v1", http_client=api.client())
-    events = list(Agent.create("oa", provider=provider).turn("hi"))
+    agent = openai_agent(MockAPI(sse_response(cut)))
+    events = list(agent.turn("hi"))
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed) and failed.kind == "IncompleteStreamError"
+    assert failed.error == ("OpenAI at http://mock/v1 stopped mid-reply: the stream ended before the reply was "
+                            "finished (the connection was probably cut). Try again.")
+    assert [m.content for m in agent.state.context] == ["hi"]  # the question is kept; no half reply passes as one
+
+
+def test_a_200_with_no_events_is_retried_then_an_error(allow_real_providers: None) -> None:
+    error_page = httpx2.Response(200, json={"error": {"message": "upstream failed"}})
+    sleeps: list[float] = []
+    agent = openai_agent(MockAPI(error_page, sse_response(b""), sse_response(oa_text_reply("Hello."))), sleeps)
+    events = list(agent.turn("hi"))
+    assert events[-1].type == "turn_finished" and events[-1].reply.content == "Hello."  # type: ignore[union-attr]
+    assert sleeps == [1.0, 2.0]  # two empty answers, retried with backoff
+    agent = openai_agent(MockAPI(*(sse_response(b"") for _ in range(3))), name="oa2")
+    failed = list(agent.turn("hi"))[-1]
+    assert isinstance(failed, TurnFailed) and failed.error == (
+        "OpenAI at http://mock/v1 sent no reply: the response ended without a single event (an error page, a proxy, "
+        "or a server that does not stream). Check the server and its address.")
+
+
+def test_a_stream_that_ends_properly_but_without_a_finish_reason_is_incomplete(allow_real_providers: None) -> None:
+    ended = oa_sse(oa_delta({"role": "assistant", "content": "Half a"}), oa_delta({"content": " sentence"}), done=True)
+    events = list(openai_agent(MockAPI(sse_response(ended))).turn("hi"))
     assert [e.reason for e in of_type(events, "reply_incomplete")] == ["no_finish_reason"]  # type: ignore[attr-defined]
     assert events[-1].stop_reason == "no_finish_reason"  # type: ignore[union-attr]
 
 
-def test_an_anthropic_refusal_is_reported(allow_real_providers: None) -> None:
+def test_an_anthropic_refusal_is_reported_and_a_cut_stream_is_an_error(allow_real_providers: None) -> None:
     api = MockAPI(sse_response(an_text_reply("I can't help with that.", stop="refusal")),
                   sse_response(an_sse(an_start(), an_text(0, "cut"))))  # no message_delta, no message_stop
     provider = AnthropicProvider("claude-sonnet-4-5", api_key="sk-ant", base_url="http://mock", http_client=api.client())
@@ -50,7 +83,8 @@ def test_an_anthropic_refusal_is_reported(allow_real_providers: None) -> None:
     refused = of_type(list(agent.turn("do something bad")), "reply_incomplete")
     assert [e.reason for e in refused] == ["refusal"]  # type: ignore[attr-defined]
     assert refused[0].detail == "the model refused to answer"  # type: ignore[attr-defined]
-    assert [e.reason for e in of_type(list(agent.turn("again")), "reply_incomplete")] == ["no_finish_reason"]  # type: ignore[attr-defined]
+    failed = list(agent.turn("again"))[-1]
+    assert isinstance(failed, TurnFailed) and failed.error.startswith("Anthropic at http://mock stopped mid-reply:")
 
 
 def test_the_repl_says_the_reply_was_cut() -> None:

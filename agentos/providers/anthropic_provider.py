@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentos.errors import IncompleteStreamError
 from agentos.messages import Message, ToolCall, Usage
 from agentos.providers.base import (
     ModelRequest,
@@ -144,8 +145,11 @@ def stream_events(events: Iterable[Any]) -> Iterator[ProviderEvent]:
     blocks: dict[int, dict[str, Any]] = {}
     counts: dict[str, int] = {}
     stop: str | None = None
+    ended = produced = False
     for event in events:
         kind = event.type
+        produced = produced or kind in ("content_block_start", "content_block_delta")
+        ended = ended or kind == "message_stop"
         if kind == "message_start":
             _usage(event.message.usage, counts)
         elif kind == "content_block_start":
@@ -170,6 +174,8 @@ def stream_events(events: Iterable[Any]) -> Iterator[ProviderEvent]:
         elif kind == "message_delta":
             stop = event.delta.stop_reason or stop
             _usage(event.usage, counts)
+    if stop is None and not ended:
+        raise IncompleteStreamError(partial=produced)  # neither a stop reason nor message_stop: cut
     for block in blocks.values():  # a stream cut short (max_tokens) may leave a call open
         if block["type"] == "tool_use":
             yield StreamToolCall(ToolCall(id=block["id"], name=block["name"], arguments=block["json"] or "{}"))

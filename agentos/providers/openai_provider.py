@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from agentos.errors import ConfigError
+from agentos.errors import ConfigError, IncompleteStreamError
 from agentos.messages import Message, ToolCall, Usage, new_id
 from agentos.providers.base import (
     ModelRequest,
@@ -177,12 +177,14 @@ def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:
     finish: str | None = None
     usage: Any = None
     refused = False
+    produced = False
     for chunk in chunks:
         if getattr(chunk, "usage", None) is not None:
             usage = chunk.usage
         for choice in chunk.choices or []:
             delta = choice.delta
             if delta is not None:
+                produced = produced or bool(delta.content or delta.tool_calls or getattr(delta, "refusal", None))
                 if delta.content:
                     yield StreamText(delta.content)
                 if getattr(delta, "refusal", None):
@@ -192,6 +194,8 @@ def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:
                     calls.add(fragment)
             if choice.finish_reason:
                 finish = choice.finish_reason
+    if finish is None and not getattr(chunks, "done_seen", False):
+        raise IncompleteStreamError(partial=produced)  # neither a finish reason nor the end marker: cut
     assembled = calls.calls()
     for call in assembled:
         yield StreamToolCall(call)
@@ -223,10 +227,13 @@ def _keep_alive_stream() -> type:
     from openai.types.chat import ChatCompletionChunk
 
     class KeepAliveStream(openai.Stream[ChatCompletionChunk]):
+        done_seen = False  # the stream's end marker arrived
+
         def _iter_events(self) -> Iterator[Any]:
             events = super()._iter_events()
             for sse in events:
                 if sse.data.startswith("[DONE]"):
+                    self.done_seen = True
                     read_to_end(events)
                 yield sse
 

@@ -10,6 +10,7 @@ from typing import Any
 from agentos.errors import (
     AuthenticationError,
     ContextOverflowError,
+    IncompleteStreamError,
     ProviderError,
     ProviderTimeoutError,
     RateLimitError,
@@ -116,6 +117,9 @@ def map_sdk_error(exc: BaseException, sdk: Any, ctx: ErrorContext) -> ProviderEr
     """The agentos error for an exception from `sdk` (the openai or anthropic module) or httpx2; else None."""
     import httpx2
 
+    if isinstance(exc, IncompleteStreamError) and exc.server == IncompleteStreamError.UNNAMED:
+        where = f" at {ctx.base_url}" if ctx.base_url else ""
+        return IncompleteStreamError(exc.partial, f"{ctx.label}{where}")
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, sdk.APITimeoutError) or isinstance(exc, httpx2.TimeoutException):
