@@ -16,6 +16,7 @@ Reason = Literal["auto", "overflow", "manual"]
 Action = Literal["ok", "alert", "evict", "too_large"]
 
 MIN_TRUNCATED_TOKENS = 16
+ALERT_NAME = "memory_pressure"  # the `name` of the pager's own alert messages (user-role, but not the user's)
 MARKER_TOKENS = 96  # what a plain "N messages were evicted" marker may add to the summary message
 
 
@@ -98,10 +99,12 @@ def valid_cuts(messages: Sequence[Message]) -> list[bool]:
     return cuts
 
 
-def _truncations(sizes: Sequence[int], start: int, excess: int, floor: int) -> tuple[list[tuple[int, int]], int]:
-    """Shrink the largest of sizes[start:] (never below `floor`) until `excess` tokens are gone."""
+def _truncations(sizes: Sequence[int], start: int, excess: int, floor: int,
+                 protected: frozenset[int] = frozenset()) -> tuple[list[tuple[int, int]], int]:
+    """Shrink the largest of sizes[start:] (never below `floor`, never those `protected`) until `excess` tokens
+    are gone."""
     plan: dict[int, int] = {}
-    order = sorted(range(start, len(sizes)), key=lambda i: (-sizes[i], i))
+    order = sorted((i for i in range(start, len(sizes)) if i not in protected), key=lambda i: (-sizes[i], i))
     for i in order:
         if excess <= 0:
             break
@@ -157,7 +160,13 @@ def plan(
     for s in sizes:
         prefix.append(prefix[-1] + s)
     cuts = valid_cuts(messages)
+    # what the next call answers is never cut: the newest message from the user (not the pager's alert)
+    newest = next((i for i in range(n - 1, -1, -1) if messages[i].role == "user" and messages[i].name != ALERT_NAME),
+                  None)
+    protected = frozenset() if newest is None else frozenset({newest})
     limit = max(0, n - budget.keep_last)
+    if reason == "overflow" and protected:  # a rejected request: everything before the question may go, not it
+        limit = min(protected)
     candidates = [k for k in range(1, limit + 1) if cuts[k]]
     unscaled_prefix = [0]
     for s in counts.messages:
@@ -187,7 +196,7 @@ def plan(
         for this_floor in (floor, MIN_TRUNCATED_TOKENS):
             if tokens_after <= target or (this_floor != floor and tokens_after <= hard):
                 break
-            cuts_made, _ = _truncations(kept, k, tokens_after - target, this_floor)
+            cuts_made, _ = _truncations(kept, k, tokens_after - target, this_floor, protected)
             for i, keep in cuts_made:
                 tokens_after -= kept[i] - keep
                 kept[i] = keep

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentos.messages import Message, ToolCall
-from agentos.pager import MARKER_TOKENS, MIN_TRUNCATED_TOKENS, Budget, Counts, plan, valid_cuts
+from agentos.pager import ALERT_NAME, MARKER_TOKENS, MIN_TRUNCATED_TOKENS, Budget, Counts, plan, valid_cuts
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -81,6 +81,18 @@ def scenarios(draw: st.DrawFn, broken: bool = False) -> tuple[list[Message], Cou
 reasons = st.sampled_from(["auto", "overflow", "manual"])
 
 
+def newest_question(messages: list[Message]) -> int | None:
+    """The index of the user's newest message (not the pager's alert)."""
+    return next((i for i in range(len(messages) - 1, -1, -1)
+                 if messages[i].role == "user" and messages[i].name != ALERT_NAME), None)
+
+
+def evict_limit(messages: list[Message], budget: Budget, reason: str) -> int:
+    """How many messages a plan may evict: all but the last few; after a rejection, all before the question."""
+    newest = newest_question(messages)
+    return newest if reason == "overflow" and newest is not None else max(0, len(messages) - budget.keep_last)
+
+
 # -- properties ---------------------------------------------------------------------------------
 
 
@@ -111,9 +123,12 @@ def test_plan_invariants(scenario, reason, alerted, attempt) -> None:  # type: i
     assert messages == before  # pure: inputs untouched
     assert p == plan(messages, counts, budget, alerted=alerted, reason=reason, attempt=attempt)
     n = len(messages)
-    # never the last few messages, never a call without its results
-    assert 0 <= p.evict <= max(0, n - budget.keep_last)
+    # never the last few messages (after a rejection: never the user's newest message, and anything before it
+    # may go), never a call without its results
+    newest = newest_question(messages)
+    assert 0 <= p.evict <= evict_limit(messages, budget, reason)
     assert not splits_pair(messages, p.evict)
+    assert newest is None or newest not in dict(p.truncate)  # what the next call answers is never cut
     # truncation only touches messages that stay, and only shrinks them
     for index, keep in p.truncate:
         assert p.evict <= index < n
@@ -141,7 +156,7 @@ def test_eviction_reaches_target_with_the_fewest_messages(scenario, reason) -> N
         return
     target = budget.tokens(budget.target)
     assert p.tokens_after <= target or p.evict == max(
-        k for k in range(1, len(messages) - budget.keep_last + 1) if not splits_pair(messages, k))
+        k for k in range(1, evict_limit(messages, budget, reason) + 1) if not splits_pair(messages, k))
     if p.tokens_after <= target:  # no smaller valid cut would have been enough
         overflow = reason == "overflow" and counts.total > 0
         scale = max(counts.total, budget.window + 1) / counts.total if overflow else 1.0
@@ -164,6 +179,9 @@ def test_after_a_plan_the_request_fits_the_window(scenario, reason) -> None:  # 
         return
     if reason == "overflow" and counts.total < budget.window // 2:
         return  # the provider's "too long" scales our counts by more than 2: no room is guaranteed
+    newest = newest_question(messages)
+    if newest is not None and counts.messages[newest] > budget.window // 10:
+        return  # the question is never cut, so a large one leaves no room guaranteed
     # the fixed part is under a quarter (half, scaled) and the summary a tenth: there is always room
     assert p.action == "evict"
     assert p.tokens_after <= budget.window
@@ -192,7 +210,7 @@ def test_alert_once_per_pressure_episode(totals: list[int], warn: float) -> None
 def test_overflow_always_makes_progress(scenario, attempt) -> None:  # type: ignore[no-untyped-def]
     messages, counts, budget = scenario
     p = plan(messages, counts, budget, reason="overflow", attempt=attempt)
-    evictable = any(not splits_pair(messages, k) for k in range(1, len(messages) - budget.keep_last + 1))
+    evictable = any(not splits_pair(messages, k) for k in range(1, evict_limit(messages, budget, "overflow") + 1))
     if evictable:
         assert p.evict >= 1
     later = plan(messages, counts, budget, reason="overflow", attempt=attempt + 1)

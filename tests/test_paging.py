@@ -246,6 +246,22 @@ def test_overflow_error_compacts_and_retries() -> None:
     assert sizes[-1] < sizes[0]
 
 
+def test_an_overflow_on_the_first_call_never_cuts_the_question_or_blanks_recent_messages() -> None:
+    """The provider rejects the turn's first call: older messages are evicted, the new question goes whole."""
+    agent = make_agent(window=8000)
+    talk(agent, 3, size=600)
+    question = "And what was the name of the third topic? " * 8
+    overflow = ContextOverflowError("context length exceeded")
+    agent.provider = ScriptedProvider([overflow, "the third"], context_window=8000)
+    events = list(agent.turn(question))
+    assert isinstance(events[-1], TurnFinished) and events[-1].reply.content == "the third"
+    retried = agent.provider.requests[-1]
+    assert retried.messages[-1].content == question
+    assert all(len(m.content) >= 48 for m in retried.messages if m.role == "user")  # nothing cut to nothing
+    assert len(retried.messages) < len(agent.provider.requests[0].messages)  # older messages went instead
+    assert agent.state.context[-2].content == question  # and the kept copy is whole too
+
+
 def test_overflow_retries_are_bounded_and_the_agent_stays_usable() -> None:
     agent = make_agent(overflow_retries=2)
     talk(agent, 4)

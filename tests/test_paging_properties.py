@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from agentos.agent.agent import Agent
 from agentos.agent.context import repair_context
+from agentos.agent.paging import MIN_KEPT_CHARS, truncation_note
 from agentos.agent.state import AgentSettings
 from agentos.errors import ContextOverflowError, ServerError
 from agentos.events import TurnFailed, TurnFinished
@@ -63,17 +64,39 @@ def test_random_conversations_never_get_stuck(script: list[tuple[int, int, int]]
                          settings=AgentSettings(tool_output_limit=40_000))
     agent.pager.summarizer = ScriptedProvider(
         lambda r: ServerError("down") if summarizer_fails else "A short summary.", context_window=WINDOW)
+    turn_starts = []
     for index, (calls, _, text_size) in enumerate(script):
-        text = f"call {index} " + "x" * text_size if calls else "talk " + "y" * text_size
+        text = f"call {index} " + "x" * text_size if calls else f"talk {index}: " + "y" * text_size
+        sent = len(provider.requests)
+        turn_starts.append(sent)
         events = list(agent.turn(text))
+        header = text.split()[0] + " " + text.split()[1]
+        for request in provider.requests[sent:]:  # the question is sent whole, or evicted into the summary
+            assert all(m.content == text for m in request.messages if m.content.startswith(header + " "))
+        if isinstance(events[-1], TurnFailed):
+            # only when the smallest request that still carries the question (the system prompt, a short summary
+            # of whatever came before, the question) is over the real limit
+            # (and this step's calls and results, each cut to the least the pager keeps)
+            last = provider.requests[-1]
+            at = next(i for i, m in enumerate(last.messages) if m.content == text)
+            summary = last.messages[0] if last.messages[0].id == "summary" else None
+            shortest = summary if summary is not None and summarizer_fails else agent.prompts.summary_message("A short summary.", 1)
+            head = [shortest] if at > 0 else []
+            step = [m.model_copy(update={"content": m.content[:MIN_KEPT_CHARS] + truncation_note(MIN_KEPT_CHARS, len(m.content))})
+                    if len(m.content) > MIN_KEPT_CHARS else m for m in last.messages[at + 1:]]
+            smallest = ModelRequest(last.system_static, last.system_dynamic, [*head, last.messages[at], *step],
+                                    tools=last.tools)
+            assert events[-1].kind == "ContextOverflowError" and estimate_tokens(smallest) > limit, events[-1]
+            continue
         assert isinstance(events[-1], TurnFinished), events[-1]
         assert not any(isinstance(e, TurnFailed) for e in events)
     for request in provider.requests:
         body = [m for m in request.messages if m.id != "summary"]
         assert repair_context(body) == body
     rejected = [estimate_tokens(r) > limit for r in provider.requests]
-    longest = max((len(list(g)) for value, g in itertools.groupby(rejected) if value), default=0)
-    assert longest <= agent.state.settings.pager.overflow_retries  # retries are bounded
+    for start, end in zip(turn_starts, [*turn_starts[1:], len(rejected)]):  # retries are bounded in each turn
+        runs = itertools.groupby(rejected[start:end])
+        assert max((len(list(g)) for value, g in runs if value), default=0) <= agent.state.settings.pager.overflow_retries + 1
     if real_share == 1.0:
         assert not any(rejected)  # the pager keeps every request under the real window
     assert agent.store.count_messages(agent.id) == agent.state.message_count

@@ -18,11 +18,12 @@ from agentos.agent.state import PagerSettings
 from agentos.agent.turn_state import Calibration, Compaction
 from agentos.events import MessagesEvicted, Notice
 from agentos.messages import Message, Usage
-from agentos.pager import Budget, Counts, Plan, Reason, plan
+from agentos.pager import ALERT_NAME, Budget, Counts, Plan, Reason, plan
 from agentos.providers.base import ModelRequest, Provider, complete
 from agentos.tokens import MESSAGE_OVERHEAD, EstimateCounter, MessageSizes, TokenCounter, count_message, counter_for
 
 LINE_LIMIT = 2000  # characters of one message in the summarizer's transcript
+MIN_KEPT_CHARS = 48  # a truncated message keeps at least its start: never cut to nothing
 _MARKER = re.compile(r"\[(\d+) earlier messages were removed from context without a summary[^\]]*\]\s*$")
 
 
@@ -46,6 +47,11 @@ class BeforeCall:
     alert: Message | None = None
     notice: Notice | None = None
     compaction: Compaction | None = None
+
+
+def truncation_note(kept: int, length: int) -> str:
+    """What a truncated message ends with."""
+    return f"\n[truncated by the pager: {kept:,} of {length:,} characters shown; all of it is in recall memory]"
 
 
 def _marker(previous: str, count: int, limit_chars: int) -> str:
@@ -197,7 +203,7 @@ class Pager:
             p = plan(view.context, self.counts(view.request, view.calibration), self.budget(), alerted=view.alerted)
             if p.action == "alert":
                 b = self.budget()
-                alert = Message.user(self.prompts.render(
+                alert = Message(role="user", name=ALERT_NAME, content=self.prompts.render(
                     "pressure_alert.j2", percent=round(100 * p.tokens_before / b.window),
                     used=f"{p.tokens_before:,}", window=f"{b.window:,}"))
                 notice = Notice(text=f"memory pressure: {p.tokens_before:,} of {b.window:,} tokens; the agent "
@@ -226,8 +232,11 @@ class Pager:
         """The context and summary after carrying out `p`, and the event that reports it."""
         before = self.counts(view.request, view.calibration)
         context = list(view.context)
+        dropped = {index for index, _ in p.truncate if context[index].name == ALERT_NAME}  # the pager's own note goes
         for index, keep in p.truncate:
-            context[index] = self._truncated(context[index], keep, view.calibration)
+            if index not in dropped:
+                context[index] = self._truncated(context[index], keep, view.calibration)
+        context = [m for index, m in enumerate(context) if index not in dropped]
         evicted = context[: p.evict]
         summary, note = view.summary, ""
         if evicted:
@@ -256,10 +265,10 @@ class Pager:
         """A copy of `message` cut to about `keep_tokens` (the full text stays in recall)."""
         size = max(1, count_message(self.counter(calibration), message))
         content = message.content
-        keep = max(0, min(len(content), int(len(content) * keep_tokens / size) - 120))
-        if keep >= len(content):
-            return message
-        tail = f"\n[truncated by the pager: showing {keep:,} of {len(content):,} characters; the full text is in recall memory]"
+        keep = max(min(len(content), MIN_KEPT_CHARS), min(len(content), int(len(content) * keep_tokens / size) - 120))
+        tail = truncation_note(keep, len(content))
+        if keep + len(tail) >= len(content):
+            return message  # cutting would not make it shorter
         return message.model_copy(update={"content": content[:keep] + tail})
 
     # -- the summary ---------------------------------------------------------------------------
