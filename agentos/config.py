@@ -99,3 +99,27 @@ def default_model_and_source(home: Path | None = None) -> tuple[str, str]:
     if api_key("anthropic", "ANTHROPIC_API_KEY", home):
         return "anthropic/claude-sonnet-4-5", "the default for ANTHROPIC_API_KEY"
     raise ConfigError(NO_MODEL_HELP)
+
+
+TIMEOUT_VARIABLES = {"read": "AGENTOS_READ_TIMEOUT", "connect": "AGENTOS_CONNECT_TIMEOUT"}
+
+
+def configured_timeout(kind: str, home: Path | None = None) -> float | None:
+    """Seconds for the provider's `kind` timeout ("read": between streamed bytes, "connect"): the environment
+    ($AGENTOS_READ_TIMEOUT, $AGENTOS_CONNECT_TIMEOUT), else "timeouts" in the config file; None when unset."""
+    variable = TIMEOUT_VARIABLES[kind]
+    raw: Any = os.environ.get(variable)
+    source = f"${variable}"
+    if not raw:
+        timeouts = load_config(home).get("timeouts") or {}
+        raw = timeouts.get(kind) if isinstance(timeouts, dict) else None
+        source = f'"timeouts": {{"{kind}": ...}} in {config_path(home)}'
+    if raw is None or raw == "":
+        return None
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source} must be a number of seconds, not {raw!r}.") from None
+    if not 0 < seconds < 86_400:
+        raise ConfigError(f"{source} must be between 0 and 86400 seconds, not {raw!r}.")
+    return seconds

@@ -102,6 +102,15 @@ def context_window(settings: AgentSettings, model: str, provider: Provider | Non
     return settings.context_window or (provider.context_window if provider else 0) or context_window_for(model)
 
 
+def provider_options(settings: AgentSettings) -> dict[str, Any]:
+    """What an agent's settings ask of its provider: the timeouts, when set."""
+    if settings.read_timeout_s is None and settings.connect_timeout_s is None:
+        return {}
+    from agentos.providers.sdk_client import default_timeout
+
+    return {"timeout": default_timeout(settings.read_timeout_s, settings.connect_timeout_s)}
+
+
 def list_agents(home: str | Path | None = None, store: Store | None = None) -> list[AgentState]:
     """Every saved agent's state, most recently active first (read-only: works while agents are in use)."""
     store = _store(store, home)
@@ -171,7 +180,7 @@ class Agent:
             if not model:
                 model, source = default_model_and_source(Path(home) if home else None)
             try:
-                provider = resolve_model(model, context_window=settings.context_window)
+                provider = resolve_model(model, context_window=settings.context_window, **provider_options(settings))
             except ConfigError as exc:
                 if source is None:
                     raise
@@ -227,7 +236,8 @@ class Agent:
             state.rev = row.rev
             messages = store.get_messages(state.id, state.in_context_ids)
             if provider is None and with_model and not read_only:
-                provider = resolve_model(state.model, context_window=state.settings.context_window)
+                provider = resolve_model(state.model, context_window=state.settings.context_window,
+                                         **provider_options(state.settings))
             agent = cls(TurnState(state, repair_context(messages)), store, provider, tools, lease)
             if lease is not None:
                 agent._repair(state.message_count, state.unlogged_edits)

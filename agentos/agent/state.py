@@ -47,6 +47,8 @@ class AgentSettings(BaseModel):
     context_window: int | None = None
     pager: PagerSettings = Field(default_factory=PagerSettings)
     embedder: str = "none"  # recall/archival vectors: none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL
+    read_timeout_s: float | None = Field(default=None, gt=0)  # provider: seconds between streamed bytes (None: config)
+    connect_timeout_s: float | None = Field(default=None, gt=0)  # provider: seconds to connect (None: config)
 
 
 class AgentState(BaseModel):

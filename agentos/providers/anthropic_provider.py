@@ -226,7 +226,10 @@ class AnthropicProvider:
         self._options = ready_body_options(anthropic, client, extra_headers={}, span_name="anthropic.messages.create",
                                            span_route="/v1/messages")
         server = SERVERS["anthropic"]
-        self._errors = ErrorContext(server.label, model, server.key_variable, base_url, "anthropic")
+        used = base_url or str(getattr(client, "base_url", "") or "").rstrip("/") or None  # the SDK may take it from its variable
+        read = getattr(getattr(client, "timeout", None), "read", None)
+        self._errors = ErrorContext(server.label, model, server.key_variable, used, "anthropic",
+                                    read if isinstance(read, (int, float)) else None)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(anthropic/{self.model})"

@@ -34,11 +34,16 @@ def resolve_key(family: str, api_key: str | None) -> str:
     return NO_KEY
 
 
-def default_timeout() -> Any:
-    """The SDK timeout: quick to connect, patient between streamed chunks."""
+def default_timeout(read: float | None = None, connect: float | None = None) -> Any:
+    """The SDK timeout: quick to connect, patient between streamed chunks. Each is the one given (an agent's
+    setting), else the environment or config file (`configured_timeout`), else the default."""
     import httpx2
 
-    return httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
+    from agentos.config import configured_timeout
+
+    read = read or configured_timeout("read") or READ_TIMEOUT
+    connect = connect or configured_timeout("connect") or CONNECT_TIMEOUT
+    return httpx2.Timeout(read, connect=connect)
 
 
 _shared_clients: dict[str, Any] = {}

@@ -51,6 +51,7 @@ class ErrorContext:
     key_variable: str | None
     base_url: str | None
     family: str
+    read_timeout: float | None = None  # seconds, to say in a timeout error
 
 
 def _details(exc: Any) -> tuple[int | None, str, str, str]:
@@ -105,8 +106,10 @@ def map_transport_error(exc: BaseException, ctx: ErrorContext, *, timeout: bool)
     """Map a connection failure or a timeout (SDK-wrapped or raw httpx2)."""
     where = ctx.base_url or "its API"
     if timeout:
+        within = f" within {ctx.read_timeout:g} s" if ctx.read_timeout else " in time"
         return ProviderTimeoutError(
-            f"{ctx.label} did not answer in time ({where}). Try again, or raise the provider timeout."
+            f"{ctx.label} did not answer{within} ({where}). Try again, or raise the timeout: read_timeout_s in "
+            f"the agent's settings, $AGENTOS_READ_TIMEOUT, or \"timeouts\": {{\"read\": SECONDS}} in the config file."
         )
     hint = " Is Ollama running? Start it with: ollama serve" if ctx.family == "ollama" else ""
     cause = exc.__cause__ or exc
