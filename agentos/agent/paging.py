@@ -265,7 +265,7 @@ class Pager:
         """A copy of `message` cut to about `keep_tokens` (the full text stays in recall)."""
         size = max(1, count_message(self.counter(calibration), message))
         content = message.content
-        keep = max(min(len(content), MIN_KEPT_CHARS), min(len(content), int(len(content) * keep_tokens / size) - 120))
+        keep = min(len(content), max(MIN_KEPT_CHARS, int(len(content) * keep_tokens / size) - 120))
         tail = truncation_note(keep, len(content))
         if keep + len(tail) >= len(content):
             return message  # cutting would not make it shorter

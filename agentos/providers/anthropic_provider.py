@@ -27,7 +27,7 @@ from agentos.providers.sdk_client import (
     resolve_key,
     shared_http_client,
 )
-from agentos.providers.sdk_errors import ErrorContext
+from agentos.providers.sdk_errors import client_context
 from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
 
 if TYPE_CHECKING:
@@ -226,10 +226,7 @@ class AnthropicProvider:
         self._options = ready_body_options(anthropic, client, extra_headers={}, span_name="anthropic.messages.create",
                                            span_route="/v1/messages")
         server = SERVERS["anthropic"]
-        used = base_url or str(getattr(client, "base_url", "") or "").rstrip("/") or None  # the SDK may take it from its variable
-        read = getattr(getattr(client, "timeout", None), "read", None)
-        self._errors = ErrorContext(server.label, model, server.key_variable, used, "anthropic",
-                                    read if isinstance(read, (int, float)) else None)
+        self._errors = client_context(server.label, model, server.key_variable, "anthropic", base_url, client)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(anthropic/{self.model})"

@@ -28,7 +28,7 @@ from agentos.providers.sdk_client import (
     resolve_key,
     shared_http_client,
 )
-from agentos.providers.sdk_errors import ErrorContext
+from agentos.providers.sdk_errors import client_context
 from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
 
 if TYPE_CHECKING:
@@ -282,10 +282,7 @@ class OpenAIProvider:
                                    http_client=http_client or shared_http_client(openai))
         self.base_url = base_url
         self._client = client
-        used = base_url or str(getattr(client, "base_url", "") or "").rstrip("/") or None  # the SDK may take it from its variable
-        read = getattr(getattr(client, "timeout", None), "read", None)
-        self._errors = ErrorContext(server.label, model, server.key_variable, used, family,
-                                    read if isinstance(read, (int, float)) else None)
+        self._errors = client_context(server.label, model, server.key_variable, family, base_url, client)
         self._max_tokens_key = "max_completion_tokens" if family == "openai" else "max_tokens"
         self._tools = EncodedOnce(lambda tools: json_array(dumps(t.openai_schema()) for t in tools))
         self._messages = EncodedMessages(null_content=family == "openai")

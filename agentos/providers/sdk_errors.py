@@ -54,6 +54,15 @@ class ErrorContext:
     read_timeout: float | None = None  # seconds, to say in a timeout error
 
 
+def client_context(label: str, model: str, key_variable: str | None, family: str, base_url: str | None,
+                   client: Any) -> ErrorContext:
+    """The context of an SDK client: the base URL given, else the one the SDK took (from its own environment
+    variable, such as OPENAI_BASE_URL), and the client's read timeout."""
+    used = base_url or str(getattr(client, "base_url", "") or "").rstrip("/") or None
+    read = getattr(getattr(client, "timeout", None), "read", None)
+    return ErrorContext(label, model, key_variable, used, family, read if isinstance(read, (int, float)) else None)
+
+
 def _details(exc: Any) -> tuple[int | None, str, str, str]:
     status = getattr(exc, "status_code", None)
     if status == 200:  # Anthropic: an error event inside a 200 stream
