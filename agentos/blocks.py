@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -44,6 +45,7 @@ class MemoryEdit(BaseModel):
     new_value: ValidText
     tool_call_id: str | None = None
     rev: int | None = None  # the agent's state revision it landed with (None until saved, and in old logs)
+    by: Literal["agent", "user"] = "agent"  # the model through a tool, or a person by hand (`agentos memory set`)
 
 
 class CoreMemory:
@@ -97,6 +99,12 @@ class CoreMemory:
         if not new_content:
             before, after = _join_after_deletion(before, after)
         return self._set(block, before + new_content + after, tool_call_id)
+
+    def set(self, label: str, value: str) -> MemoryEdit:
+        """Set the whole value by hand, as the user: read-only blocks too, within the block's limit."""
+        edit = self._set(self.get(label), value, None)
+        edit.by = "user"
+        return edit
 
     def _editable(self, label: str) -> Block:
         block = self.get(label)

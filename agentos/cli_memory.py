@@ -1,4 +1,4 @@
-"""`agentos archival|recall|reindex`: the memory subcommands. Heavy imports happen inside commands."""
+"""`agentos memory|archival|recall|reindex`: the memory subcommands. Heavy imports happen inside commands."""
 
 from __future__ import annotations
 
@@ -66,6 +66,45 @@ def _archival(agent: Any, archival: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def read_value(raw: str) -> str:
+    """A value given on the command line: the text itself, `@FILE` for a file's text, or `-` for stdin."""
+    if raw == "-":
+        return sys.stdin.read()
+    if raw.startswith("@"):
+        path = raw[1:]
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError as exc:
+            raise AgentOSError(f"could not read {path}: {exc.strerror or exc}. Give an existing file after @.") from exc
+    return raw
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    from agentos.formatting import block_header, format_blocks
+
+    agent = _load(args.name, write=args.action == "set")
+    try:
+        if args.action == "set":
+            value = read_value(args.value).rstrip("\n")
+            edit = agent.set_block(args.label, value)
+            print(f"Set block \"{edit.label}\": {len(edit.old_value):,} -> {len(edit.new_value):,} characters "
+                  f"(logged as your edit).")
+            print(block_header(agent.block(edit.label)))
+        elif args.action == "show":
+            print(format_blocks(agent.blocks))
+        else:  # log
+            edits = agent.memory_edits()
+            for edit in edits[-args.last:] if args.last else edits:
+                print(f"{edit.at:%Y-%m-%d %H:%M:%S} {edit.by:<5} {edit.label}: {len(edit.old_value):,} -> "
+                      f"{len(edit.new_value):,} chars")
+            if not edits:
+                print("No memory edits yet.")
+    finally:
+        agent.close()
+    return 0
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
     from agentos.memory.recall import RecallTier
 
@@ -107,7 +146,19 @@ def _filters(p: argparse.ArgumentParser, tags: bool = True) -> None:
 
 
 def add_memory_commands(sub: Any) -> None:
-    """Register `archival`, `recall` and `reindex` on the top-level subparsers."""
+    """Register `memory`, `archival`, `recall` and `reindex` on the top-level subparsers."""
+    p = sub.add_parser("memory", help="show, set or list edits of an agent's core memory blocks",
+                       description="show an agent's core memory blocks, set one by hand, or list the edit log")
+    p.set_defaults(handler=cmd_memory)
+    p.add_argument("name")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("show", help="every block with its size and limit")
+    s = actions.add_parser("set", help="replace a block's whole value (logged as your edit)")
+    s.add_argument("label")
+    s.add_argument("value", help="the new text, @FILE to read it from a file, or - to read stdin")
+    log = actions.add_parser("log", help="the edit log, oldest first: when, who (agent or user), which block")
+    log.add_argument("--last", type=int, default=0, help="only the last N edits")
+
     p = sub.add_parser("archival", help="add, search, list or delete archival passages",
                        description="add, search, list or delete an agent's archival passages")
     p.set_defaults(handler=cmd_archival)

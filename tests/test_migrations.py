@@ -24,7 +24,7 @@ V1 = {b"agentos.schema_version": b"1"}
 AGENTS_V1 = pa.schema([pa.field("name", pa.string(), nullable=False), pa.field("agent_id", pa.string(), nullable=False),
                        pa.field("rev", pa.int64(), nullable=False), pa.field("updated_at", TIMESTAMP, nullable=False),
                        pa.field("state", pa.string(), nullable=False)], metadata=V1)
-EDITS_V1 = pa.schema([f for f in MEMORY_EDITS if f.name != "rev"], metadata=V1)
+EDITS_V1 = pa.schema([f for f in MEMORY_EDITS if f.name not in ("rev", "by")], metadata=V1)
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
@@ -56,10 +56,11 @@ def test_an_old_store_is_upgraded_and_keeps_everything(agentos_home: Path) -> No
     assert agent.id == agent_id and agent.state.rev == 3 and agent.state.message_count == 2
     assert [m.content for m in agent.context] == ["my name is Ada", "Hi Ada!"]
     assert [(e.label, e.new_value) for e in agent.memory_edits()] == [("human", "Name: Ada")]
+    assert agent.memory_edits()[0].by == "agent"  # logged before edits recorded who made them
     assert list(agent.turn("do you remember me?"))[-1].type == "turn_finished"
     db = lancedb.connect(str(agentos_home / "db"))
     assert schema_version(db.open_table("agents").schema) == schema_version(AGENTS) == 2
-    assert schema_version(db.open_table("memory_edits").schema) == schema_version(MEMORY_EDITS) == 2
+    assert schema_version(db.open_table("memory_edits").schema) == schema_version(MEMORY_EDITS) == 3
     assert db.open_table("agents").count_rows() == 1
     assert [s.name for s in list_agents()] == ["ada"]
 

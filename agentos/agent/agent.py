@@ -27,6 +27,7 @@ from agentos.errors import (
     AgentOSError,
     ConfigError,
     LeaseLostError,
+    MemoryEditError,
     ReadOnlyAgentError,
 )
 from agentos.events import Event, MessagesEvicted, Notice, StepSaved
@@ -365,7 +366,23 @@ class Agent:
 
     def tool_context(self, call_id: str | None) -> ToolContext:
         """What a tool call of this agent runs with: its memory, recording edits under the call's id."""
-        return ToolContext(memory=AgentMemory(self._owner, self.tiers, call_id), call_id=call_id)
+        return ToolContext(memory=AgentMemory(self._owner, self.tiers, call_id, self._check_fixed_share),
+                           call_id=call_id)
+
+    def _check_fixed_share(self) -> None:
+        """Refuse (by raising) blocks that would crowd the conversation out of the window: see `fixed_over_share`."""
+        why = self.pager.fixed_over_share(self.build_request(), self._owner.calibration)
+        if why:
+            raise MemoryEditError(f"this edit was not made: {why}. Shorten a memory block, or keep the details in "
+                                  f"archival memory instead.")
+
+    def set_block(self, label: str, value: str) -> MemoryEdit:
+        """Set a block's whole value by hand, logged as the user's edit, and save (limits and window still hold)."""
+        self.check_writable()
+        self._owner.set_block(label, value, self._check_fixed_share)
+        edit = self._owner.take_edit_reports()[-1]
+        self.save()
+        return edit
 
     def compact(self) -> list[Event]:
         """Summarize and evict every message the pager may evict now, and save."""

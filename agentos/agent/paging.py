@@ -196,6 +196,17 @@ class Pager:
         return plan([], Counts(c.system, c.memory, c.tools), b).reason + (
             ". Shorten the memory blocks, remove tools, or use a model with a larger window.")
 
+    def fixed_over_share(self, request: ModelRequest, calibration: Calibration) -> str | None:
+        """Why the fixed part of `request` (instructions, blocks, tool schemas) leaves too little room for the
+        conversation: over the share of the window a compaction aims for (`target`); None when it fits."""
+        c, b = self.counts(request, calibration, fixed_only=True), self.budget()
+        ceiling = b.tokens(b.target)
+        if c.fixed <= ceiling:
+            return None
+        return (f"the fixed part of the prompt (instructions, memory blocks and tool schemas) would take "
+                f"{c.fixed:,} tokens, more than {round(100 * b.target)}% of the {b.window:,}-token context window "
+                f"({ceiling:,}), leaving too little room for the conversation")
+
     def before_call(self, view: PagerView) -> BeforeCall:
         """Check the budget before a model call: alert once per pressure episode, compact past the threshold."""
         started = time.perf_counter()

@@ -157,13 +157,26 @@ class TurnState:
         for result in unanswered_calls(self._context):
             self.append(result)
 
-    def append_block(self, label: str, content: str, call_id: str | None) -> Block:
-        return self._edited(self._memory.append(label, content, call_id))
+    def append_block(self, label: str, content: str, call_id: str | None,
+                     check: Callable[[], None] | None = None) -> Block:
+        return self._edited(self._memory.append(label, content, call_id), check)
 
-    def replace_block(self, label: str, old_content: str, new_content: str, call_id: str | None) -> Block:
-        return self._edited(self._memory.replace(label, old_content, new_content, call_id))
+    def replace_block(self, label: str, old_content: str, new_content: str, call_id: str | None,
+                      check: Callable[[], None] | None = None) -> Block:
+        return self._edited(self._memory.replace(label, old_content, new_content, call_id), check)
 
-    def _edited(self, edit: MemoryEdit) -> Block:
+    def set_block(self, label: str, value: str, check: Callable[[], None] | None = None) -> Block:
+        """Set a block's whole value by hand (the user, not a tool call: no call id)."""
+        return self._edited(self._memory.set(label, value), check)
+
+    def _edited(self, edit: MemoryEdit, check: Callable[[], None] | None = None) -> Block:
+        """Record an edit the blocks already show; when `check` raises, the edit is undone first."""
+        if check is not None and len(edit.new_value) > len(edit.old_value):  # only growth can crowd the window
+            try:
+                check()
+            except Exception:
+                self._memory.get(edit.label).value = edit.old_value
+                raise
         self._state.last_memory_edit_at = edit.at
         self._new_edits.append(edit)
         self._unreported.append(edit)

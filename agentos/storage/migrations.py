@@ -48,9 +48,15 @@ def memory_edits_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
     return data.append_column("rev", pa.nulls(data.num_rows, pa.int64()))
 
 
+def memory_edits_v2_to_v3(db: Database, data: pa.Table) -> pa.Table:
+    """v3 records who made each edit; before it only the agent could, so theirs stays null (read as "agent")."""
+    return data.append_column("by", pa.nulls(data.num_rows, pa.string()))
+
+
 STEPS: dict[tuple[str, int], Step] = {
     ("agents", 1): agents_v1_to_v2,
     ("memory_edits", 1): memory_edits_v1_to_v2,
+    ("memory_edits", 2): memory_edits_v2_to_v3,
 }
 
 

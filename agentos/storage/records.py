@@ -61,7 +61,7 @@ def edit_row(agent_id: str, edit: MemoryEdit) -> dict[str, Any]:
 
 
 def row_edit(row: dict[str, Any]) -> MemoryEdit:
-    return MemoryEdit(**{k: v for k, v in row.items() if k in MemoryEdit.model_fields})
+    return MemoryEdit(**{k: v for k, v in row.items() if k in MemoryEdit.model_fields and v is not None})
 
 
 def embed_text(message: Message) -> str | None:

@@ -61,7 +61,7 @@ def state_table_name(agent_id: str) -> str:
     return f"state_{agent_id}"
 
 
-MEMORY_EDITS_VERSION = 2  # v2: rev, the state revision the edit landed with (null: written before v2)
+MEMORY_EDITS_VERSION = 3  # v2: rev, the state revision the edit landed with (null: written before v2); v3: by
 MEMORY_EDITS = _versioned(
     [
         pa.field("agent_id", pa.string(), nullable=False),
@@ -71,6 +71,7 @@ MEMORY_EDITS = _versioned(
         pa.field("new_value", pa.string()),
         pa.field("tool_call_id", pa.string()),
         pa.field("rev", pa.int64()),
+        pa.field("by", pa.string()),  # "agent" (a tool call) or "user" (by hand); null: written before v3
     ],
     MEMORY_EDITS_VERSION,
 )
