@@ -85,3 +85,41 @@ def test_counts_shown_to_the_model_are_current() -> None:
     archival(agent).delete(pid)
     assert archival(agent).count() == 1
     assert "Passages in archival memory: 1\n" in agent.build_request().system_dynamic
+
+
+def test_many_short_sessions_leave_the_tables_compact_and_lose_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: object) -> None:
+    """Each session is its own process's worth of commits, too few to reach the commit count; closing compacts
+    what is worn on disk (the grace period for concurrent readers is 1 ms here, as if sessions were hours apart)."""
+    from datetime import timedelta
+    from pathlib import Path
+
+    from agentos.providers import ScriptedProvider
+    from agentos.storage.db import Database
+    from agentos.storage.store import Store
+
+    monkeypatch.setattr(maintenance_module, "CLEANUP_OLDER_THAN", timedelta(milliseconds=1))
+    uri = Path(str(tmp_path)) / "db"
+    first = Agent.create("sam", provider=ScriptedProvider([]), store=Store(uri))
+    state_table = f"state_{first.id}"
+    first.close()
+    for n in range(24):
+        store = Store(uri)
+        store.maintenance.every = 20  # versions kept before a cleanup is due (100 by default)
+        agent = Agent.load("sam", provider=ScriptedProvider([f"reply {n}"]), store=store)
+        list(agent.turn(f"short message {n} about the garden"))
+        agent.close()
+        store.close()
+        assert store.maintenance.last_error is None
+    db = Database(uri)
+    messages, state = db.wear("messages"), db.wear(state_table)
+    assert messages is not None and state is not None
+    assert messages.small_fragments < maintenance_module.SMALL_FRAGMENTS_DUE  # 24 commits, 24 fragments without it
+    assert state.versions <= 20 + 3  # 3 commits a session: open, step, close
+    reloaded = Agent.load("sam", provider=ScriptedProvider([]), store=Store(uri), read_only=True)
+    assert reloaded.store.count_messages(reloaded.id) == 48
+    assert [m.content for m in reloaded.context][-2:] == ["short message 23 about the garden", "reply 23"]
+    from agentos.memory.recall import RecallTier
+
+    found = reloaded.tier(RecallTier).search("garden", page_size=50)
+    assert found.total == 24  # every user message, searchable after the compactions

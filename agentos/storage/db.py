@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,16 @@ def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
         restored = conn.create_table(name, schema=copy.schema)
         restored.add(copy.to_arrow())
     conn.drop_table(name + SWAP_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Wear:
+    """What a table's commits have left since its last compaction: small fragments (each slows a scan and a
+    search), and versions kept on disk with the age of the oldest (what a cleanup would remove)."""
+
+    small_fragments: int
+    versions: int
+    oldest_version_age_s: float
 
 
 class Database:
@@ -260,6 +272,23 @@ class Database:
             handle.optimize(cleanup_older_than=cleanup_older_than)
             ensure_vector_index(handle)
         return True
+
+    def wear(self, name: str) -> Wear | None:
+        """How worn table `name` is now (see `Wear`); None when it does not exist."""
+        with storage_errors(f"inspect {name!r}"):
+            if name not in self.connection.list_tables().tables:
+                return None
+            handle = self._tables.get(name) or self.connection.open_table(name)
+            handle.checkout_latest()
+            small = int(handle.stats()["fragment_stats"]["num_small_fragments"])
+            folder = Path(self.uri) / f"{name}.lance" / "_versions"
+            if "://" not in self.uri and folder.is_dir():  # local: the manifests are files; listing them is cheap
+                times = [entry.stat().st_mtime for entry in os.scandir(folder) if entry.name.endswith(".manifest")]
+                oldest = min(times, default=time.time())
+            else:
+                stamps = [v["timestamp"].timestamp() for v in handle.list_versions()]
+                times, oldest = stamps, min(stamps, default=time.time())
+            return Wear(small, len(times), max(0.0, time.time() - oldest))
 
     def cached(self, name: str) -> bool:
         return name in self._tables

@@ -242,7 +242,8 @@ class Store:
         self.maintenance.run_now(sorted(set(self.maintenance.commits) | set(TABLES)))
 
     def close(self) -> None:
-        """Give back every lease this process holds and let background maintenance finish."""
+        """Give back every lease this process holds, let background maintenance finish, and compact the tables
+        this process wrote that are worn (see `Maintenance.finish`)."""
         self.leases.release_all()
-        self.maintenance.wait()
+        self.maintenance.finish()
 
