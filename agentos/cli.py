@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentos.cli_memory import add_memory_commands
 from agentos.errors import AgentOSError
@@ -136,6 +137,22 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import open_store
+    from agentos.storage.doctor import examine, repair
+
+    store = open_store()
+    where = "agent " + repr(args.name) if args.name else "every table"
+    print(f"Checking {where} in {store.uri} ...", file=sys.stderr, flush=True)
+    checkup = examine(store, args.name)
+    if args.repair and not checkup.healthy:
+        backups = Path(store.uri).parent if "://" not in store.uri else Path.cwd()
+        checkup = repair(store, checkup, backups)
+    for line in checkup.lines():
+        print(line)
+    return 0 if checkup.healthy or checkup.repaired else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentos",
@@ -181,6 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--force", action="store_true", help="delete even while another process has the agent open")
+    p = add("doctor", cmd_doctor, "check the store for damaged files; --repair rebuilds what can be read")
+    p.add_argument("name", nargs="?", help="only this agent's tables (and the shared ones)")
+    p.add_argument("--repair", action="store_true",
+                   help="rebuild damaged tables from what can be read (a copy of each is kept in doctor-backups/)")
     add_memory_commands(sub)
     return parser
 
@@ -197,8 +218,26 @@ def tolerant_streams() -> None:
                 pass
 
 
+def show_damage_warnings() -> None:
+    """Print a DamageWarning as `warning: ...` on stderr (other warnings keep Python's own format)."""
+    import warnings
+
+    from agentos.errors import DamageWarning
+
+    default = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, DamageWarning):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     tolerant_streams()
+    show_damage_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

@@ -43,6 +43,14 @@ class StorageError(AgentOSError):
     """The database could not be read or written (corrupt files, full disk, permissions)."""
 
 
+class DamagedStoreError(StorageError):
+    """Files of the store are damaged in a way that writing now could make worse; `agentos doctor` says more."""
+
+
+class DamageWarning(UserWarning):
+    """Something stored is damaged, but what could be read was loaded; the text says what and what to do."""
+
+
 class ToolDefinitionError(AgentOSError):
     """A Python function cannot be turned into a tool (missing descriptions, bad types)."""
 

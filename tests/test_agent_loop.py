@@ -91,7 +91,8 @@ def test_the_system_prompt_is_rendered_once_per_step_and_again_only_after_a_chan
 
     agent.prompts.dynamic = dynamic  # type: ignore[method-assign]
     list(agent.turn("one"))  # two steps: a memory edit, then the reply
-    assert renders == [r.system_dynamic for r in provider.requests] and len(renders) == 2
+    sent = [r.system_dynamic for r in provider.requests]
+    assert len(renders) == 3 and [renders[0], renders[2]] == sent  # the middle one: the edit's check of the window
     # the next call is over the warning line (75%): an alert joins the context
     agent.update_settings(context_window=int(agent.last_usage.input_tokens / 0.8))
     renders.clear()

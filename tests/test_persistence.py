@@ -14,7 +14,7 @@ import pytest
 from agentos import Agent
 from agentos.agent.agent import list_agents
 from agentos.blocks import Block
-from agentos.errors import AgentExistsError, AgentNotFoundError, InvalidNameError, StorageError
+from agentos.errors import AgentExistsError, AgentNotFoundError, DamageWarning, InvalidNameError, StorageError
 from agentos.providers import ScriptedProvider, Step
 from agentos.storage.schemas import MESSAGES, schema_version
 from tests.memory_helpers import archival
@@ -141,7 +141,9 @@ def test_a_missing_message_is_repaired_on_load() -> None:
     tool_result = agent.context[2]
     agent.save()
     agent.store.db.table("messages").delete(f"id = '{tool_result.id}'")  # as if a crash lost it
-    loaded = Agent.load("sam", provider=ScriptedProvider(["fine"]))
+    with pytest.warns(DamageWarning, match=r'agent "sam": 1 of its 4 saved messages are missing from storage, 1 of '
+                                           r"them in its context\. Run `agentos doctor sam`"):
+        loaded = Agent.load("sam", provider=ScriptedProvider(["fine"]))
     assert [m.role for m in loaded.context] == ["user", "assistant", "tool", "assistant"]
     assert loaded.context[2].is_error and loaded.context[2].tool_call_id == agent.context[1].tool_calls[0].id
     assert list(loaded.turn("still there?"))[-1].type == "turn_finished"

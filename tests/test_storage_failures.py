@@ -140,3 +140,123 @@ def test_reads_run_together_in_order_and_a_failed_one_stops_the_rest(tmp_path: A
         reads.gather(slow(3), broken())
     time.sleep(0.3)
     assert finished == []  # the other read was cancelled, not left running
+
+
+@pytest.fixture
+def full_disk_at_create(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Make LanceDB's table creation fail as a full disk does: the table's folders are made, its first commit fails
+    (what a real full filesystem left: `NAME.lance/_versions` and `_transactions`, empty)."""
+    from pathlib import Path
+
+    from lancedb.db import LanceDBConnection
+
+    real_create = LanceDBConnection.create_table
+    state: dict[str, Any] = {"on": False}
+
+    def create_table(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        if state["on"]:
+            folder = Path(self.uri) / f"{name}.lance"
+            (folder / "_versions").mkdir(parents=True, exist_ok=True)
+            (folder / "_transactions").mkdir(exist_ok=True)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_create(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(LanceDBConnection, "create_table", create_table)
+    return state
+
+
+def test_a_full_disk_at_a_tables_first_use_blocks_nothing_once_space_is_freed(
+        full_disk_at_create: dict[str, Any], agentos_home: Any) -> None:
+    import agentos.agent.agent as agent_module
+    from agentos.errors import StorageError
+    from agentos.memory.archival import ArchivalTier
+
+    full_disk_at_create["on"] = True  # a fresh home: the directory table is made at the first create
+    with pytest.raises(StorageError, match=r"could not open table 'agents' in .*: the disk is full\. Free some space"):
+        Agent.create("sam", provider=ScriptedProvider([]))
+    assert (agentos_home / "db" / "agents.lance" / "_versions").is_dir()  # the leftover a full disk makes
+    full_disk_at_create["on"] = False
+    agent = Agent.create("sam", provider=ScriptedProvider(["one", "two"]))
+    list(agent.turn("first"))
+
+    full_disk_at_create["on"] = True  # archival memory's table is made at its first insert
+    with pytest.raises(StorageError, match="the disk is full. Free some space and try again."):
+        agent.tier(ArchivalTier).insert("likes tea")
+    full_disk_at_create["on"] = False
+    assert agent.tier(ArchivalTier).insert("likes tea").ids  # the same session goes on
+    agent.close()
+    agent_module._stores.clear()  # and another process loads everything
+    reloaded = Agent.load("sam", provider=ScriptedProvider(["three"]))
+    assert [h.text for h in reloaded.tier(ArchivalTier).search("tea").hits] == ["likes tea"]
+    assert [m.content for m in reloaded.context] == ["first", "one"]
+
+
+def test_a_leftover_of_a_failed_first_commit_is_no_table_to_a_reader(agentos_home: Any) -> None:
+    """A read-only process sees the leftover as a table that does not exist yet (it removes nothing)."""
+    from agentos.memory.archival import ArchivalTier
+    from agentos.storage.store import Store
+
+    agent = Agent.create("sam", provider=ScriptedProvider([]))
+    agent.close()
+    leftover = agentos_home / "db" / f"archival_{agent.id}.lance"
+    (leftover / "_versions").mkdir(parents=True)
+    reader = Agent.load("sam", read_only=True, store=Store(agentos_home / "db"))
+    assert reader.tier(ArchivalTier).count() == 0 and leftover.exists()
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Any) -> Any:
+    """A real 3 MB filesystem (tmpfs), where this machine lets the tests mount one; skipped elsewhere."""
+    import os
+    import subprocess
+
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3M", "tmpfs", str(mount_point)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small filesystem here (needs root and mount rights)")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+def _fill(folder: Any, leave: int) -> Any:
+    """Fill the filesystem of `folder`, then free `leave` bytes; returns the filler file."""
+    import os
+
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"x" * 4096)
+        except OSError:
+            pass
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
+
+
+@pytest.mark.parametrize("leave", [0, 16 * 1024])
+def test_a_real_full_disk_during_a_session_and_at_first_use_recovers_when_space_is_freed(
+        small_filesystem: Any, monkeypatch: pytest.MonkeyPatch, leave: int) -> None:
+    import agentos.agent.agent as agent_module
+    from agentos.errors import AgentOSError
+    from agentos.memory.archival import ArchivalTier
+
+    monkeypatch.setenv("AGENTOS_HOME", str(small_filesystem / "home"))
+    agent = Agent.create("sam", provider=ScriptedProvider([f"reply {i}" for i in range(6)]))
+    list(agent.turn("one"))
+    filler = _fill(small_filesystem, leave)
+    outcomes = [list(agent.turn(text))[-1] for text in ("two", "three")]
+    assert any(e.type == "turn_failed" and "the disk is full. Free some space and try again." in e.error
+               for e in outcomes)
+    with pytest.raises(AgentOSError, match="the disk is full"):
+        agent.tier(ArchivalTier).insert("likes tea")  # the archival table's first use
+    filler.unlink()
+    assert [list(agent.turn(text))[-1].type for text in ("four", "five")] == ["turn_finished", "turn_finished"]
+    assert agent.tier(ArchivalTier).insert("likes tea").ids
+    agent.close()
+    agent_module._stores.clear()
+    reloaded = Agent.load("sam", provider=ScriptedProvider([]), read_only=True)
+    assert [m.content for m in reloaded.context if m.role == "user"] == ["one", "two", "three", "four", "five"]
+    assert reloaded.tier(ArchivalTier).count() == 1

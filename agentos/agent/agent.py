@@ -11,6 +11,7 @@ import atexit
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ from agentos.errors import (
     AgentNotFoundError,
     AgentOSError,
     ConfigError,
+    DamageWarning,
     LeaseLostError,
     MemoryEditError,
     ReadOnlyAgentError,
@@ -134,6 +136,7 @@ class Agent:
         self.store = store
         self._provider = provider
         self._lease = lease
+        self.warnings: list[str] = []  # damage found when it was loaded (also issued as DamageWarning)
         self._extra_tools = list(tools)
         self.prompts = PromptRenderer(owner.settings.prompt_dir)
         self.window = context_window(owner.settings, owner.model, provider)
@@ -240,13 +243,34 @@ class Agent:
                 provider = resolve_model(state.model, context_window=state.settings.context_window,
                                          **provider_options(state.settings))
             agent = cls(TurnState(state, repair_context(messages)), store, provider, tools, lease)
+            agent.warnings = agent._damage(len(state.in_context_ids) - len(messages), state.lost_messages)
             if lease is not None:
                 agent._repair(state.message_count, state.unlogged_edits)
         except BaseException:
             if lease is not None:  # not left holding an agent this process could not open
                 store.release(lease)
             raise
+        for text in agent.warnings:
+            warnings.warn(DamageWarning(text), stacklevel=2)
         return agent
+
+    def _damage(self, missing_in_context: int, lost: int) -> list[str]:
+        """What loading found damaged: tables that could only be read in part, and saved messages that are gone."""
+        found = list(self.store.damage.values())
+        count = self._owner.message_count
+        if self._lease is None and self.store.uncommitted(self.id, count):  # a writer would refuse: see `_repair`
+            newer = self.store.lost_state(self.id, self._owner.rev)
+            if newer is not None:
+                found.append(f'agent "{self.name}": its newest saved state (revision {newer}) is missing from its '
+                             f"table; this is revision {self._owner.rev}. Run `agentos doctor {self.name} --repair` "
+                             f"to restore it.")
+        missing = count - lost - self.store.count_messages(self.id)
+        if missing > 0 or missing_in_context > 0:
+            where = f", {missing_in_context} of them in its context" if missing_in_context > 0 else ""
+            found.append(f'agent "{self.name}": {max(missing, missing_in_context)} of its {count} saved messages are '
+                         f"missing from storage{where}. Run `agentos doctor {self.name}` to see what can be recovered, "
+                         f"and `agentos doctor {self.name} --repair` to recover it.")
+        return found
 
     @staticmethod
     def delete(name: str, home: str | Path | None = None, store: Store | None = None, *, force: bool = False) -> None:

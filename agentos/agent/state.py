@@ -66,6 +66,7 @@ class AgentState(BaseModel):
     token_ratio: float | None = None  # the estimator's calibrated tokens per byte
     token_offset: int = 0  # provider-reported minus estimated tokens of the last request
     message_count: int = 0  # messages ever saved; also the `seq` of the next one
+    lost_messages: int = 0  # of those, how many damage destroyed (recorded by `agentos doctor --repair`)
     compactions: int = 0
     rev: int = 0
     created_at: datetime = Field(default_factory=utc_now)

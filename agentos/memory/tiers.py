@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
-from agentos.errors import ToolError
+from agentos.errors import StorageError, ToolError
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.embedders import Embedder, resolve_embedder
 from agentos.memory.recall import RecallTier
@@ -70,7 +70,14 @@ class Tiers:
         return [t for tier in self._tiers for t in tier.tools()]
 
     def metadata(self, stats: MemoryStats) -> list[str]:
-        return [line for tier in self._tiers for line in tier.metadata(stats)]
+        """Each tier's lines for the prompt; a tier whose storage cannot be read says so instead of failing the turn."""
+        lines = []
+        for tier in self._tiers:
+            try:
+                lines.extend(tier.metadata(stats))
+            except StorageError as exc:
+                lines.append(f"{tier.name.capitalize()} memory cannot be read right now: {exc}")
+        return lines
 
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         rows: dict[str, Rows] = {}

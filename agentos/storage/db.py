@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentos.errors import AgentOSError, StorageError
+from agentos.errors import AgentOSError, DamagedStoreError, StorageError
 from agentos.storage.migrations import upgrade
 from agentos.storage.reads import Reads
 from agentos.storage.schemas import TABLES, schema_version
@@ -40,6 +41,21 @@ def quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+DAMAGE_SIGNS = ("Invalid range", "file size is too small", "magic number does not match", "Encountered corrupt file",
+                "Unexpected EOF", "Not found: ")
+
+
+def damaged_file(text: str) -> str | None:
+    """What a Lance I/O error says about a damaged file of the store, or None when it is not about one."""
+    if not any(sign in text for sign in DAMAGE_SIGNS) or "lance" not in text.lower():
+        return None
+    if "Not found: " in text and ".lance" in text:
+        return "a file of the store is missing"
+    if "Not found: " in text:
+        return None  # a table or version that does not exist: not damage
+    return "a file of the store is cut short or corrupt"
+
+
 @contextmanager
 def storage_errors(action: str) -> Iterator[None]:
     """Turn low-level I/O failures into one clear StorageError."""
@@ -57,6 +73,10 @@ def storage_errors(action: str) -> Iterator[None]:
         text = str(exc)
         if "No space left" in text:
             raise StorageError(f"could not {action}: the disk is full. Free some space and try again.") from exc
+        damage = damaged_file(text)
+        if damage:
+            raise DamagedStoreError(f"could not {action}: {damage}. Run `agentos doctor` to see what is affected, "
+                                    f"and `agentos doctor --repair` to rebuild it from what can be read.") from exc
         raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
 
 
@@ -167,8 +187,8 @@ class Database:
             expected = schema if schema is not None else TABLES[name]
             conn = self.connection
             with storage_errors(f"open table {name!r} in {self.uri}"):
-                if name in self._table_names(name):
-                    table = conn.open_table(name)
+                table = self._open_listed(name) if name in self._table_names(name) else None
+                if table is not None:
                     found = schema_version(table.schema)
                     wanted = schema_version(expected)
                     if found > wanted:
@@ -199,9 +219,24 @@ class Database:
             with storage_errors(f"open table {name!r} in {self.uri}"):
                 if name not in self.connection.list_tables().tables:
                     return None
-                table = self.connection.open_table(name)
+                table = self._open_listed(name, remove_leftover=False)
+            if table is None:
+                return None
             self._tables[name], self._schemas[name] = table, table.schema
             return table
+
+    def _open_listed(self, name: str, *, remove_leftover: bool = True) -> Any | None:
+        """Open a table the database lists; None when it is only the empty folder a create cut short left (a full
+        disk at its first commit), which is removed first when `remove_leftover` (a writer, about to create it)."""
+        try:
+            return self.connection.open_table(name)
+        except Exception as exc:
+            folder = Path(self.uri) / f"{name}.lance"
+            if "://" in self.uri or "not found" not in str(exc).lower() or any(folder.glob("_versions/*.manifest")):
+                raise
+            if remove_leftover:
+                shutil.rmtree(folder, ignore_errors=True)
+            return None
 
     def _table_names(self, name: str) -> list[str]:
         """The database's tables, after finishing a swap of `name` that a crash cut short."""
@@ -226,7 +261,7 @@ class Database:
         """Create table `name` holding `rows`, in one commit; False (and nothing written) if it exists."""
         with self._lock:
             with storage_errors(f"create table {name!r}"):
-                if name in self._table_names(name):
+                if name in self._table_names(name) and self._open_listed(name) is not None:
                     return False
                 self._tables[name] = self.connection.create_table(name, pa.Table.from_pylist(rows, schema=schema))
                 self._schemas[name] = schema
@@ -255,7 +290,9 @@ class Database:
                 return None
             handle = self._tables.get(name)
             if handle is None:
-                handle = self.connection.open_table(name)
+                handle = self._open_listed(name, remove_leftover=False)
+                if handle is None:
+                    return None
             else:
                 handle.checkout_latest()
             return int(handle.count_rows())
@@ -268,7 +305,9 @@ class Database:
             if handle is None:
                 if name not in self._table_names(name):
                     return False
-                handle = self.connection.open_table(name)
+                handle = self._open_listed(name, remove_leftover=False)
+                if handle is None:
+                    return False
             handle.optimize(cleanup_older_than=cleanup_older_than)
             ensure_vector_index(handle)
         return True
@@ -278,7 +317,9 @@ class Database:
         with storage_errors(f"inspect {name!r}"):
             if name not in self.connection.list_tables().tables:
                 return None
-            handle = self._tables.get(name) or self.connection.open_table(name)
+            handle = self._tables.get(name) or self._open_listed(name, remove_leftover=False)
+            if handle is None:
+                return None
             handle.checkout_latest()
             small = int(handle.stats()["fragment_stats"]["num_small_fragments"])
             folder = Path(self.uri) / f"{name}.lance" / "_versions"

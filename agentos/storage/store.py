@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from agentos.blocks import MemoryEdit
-from agentos.errors import AgentDeletedError, LeaseLostError, StorageError
+from agentos.errors import AgentDeletedError, DamagedStoreError, LeaseLostError, StorageError
 from agentos.messages import Message
 from agentos.storage.agent_rows import AgentRow, AgentRows
 from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
@@ -72,6 +72,7 @@ class Store:
         self.agents = AgentRows(self.db)
         self.maintenance = Maintenance(self.db)
         self.leases = LeaseKeeper(self.agents)
+        self.damage: dict[str, str] = {}  # table -> what could not be read in it, as found by reads in this process
 
     @property
     def uri(self) -> str:
@@ -94,7 +95,17 @@ class Store:
 
     def open_agent(self, name: str, lease: Lease, *, agent_id: str | None = None, action: str = "it cannot be opened",
                    hint: str = "Finish that session first.") -> AgentRow:
-        """Take the agent for writing (see `AgentRows.acquire`) and keep the lease renewed."""
+        """Take the agent for writing (see `AgentRows.acquire`) and keep the lease renewed. Refused while a table
+        it writes lost committed versions: the first write would leave them beyond recovery."""
+        agent_id = self.agents.directory.names().get(name)
+        for table in ["messages", *([state_table_name(agent_id)] if agent_id else [])]:
+            if self.lost_versions(table):
+                what = "its state" if table != "messages" else "the messages of every agent"
+                raise DamagedStoreError(
+                    f'agent "{name}" cannot be opened for writing: the newest {self.lost_versions(table)} version(s) '
+                    f"of table {table!r} ({what}) are missing, though their data is still on disk, and a write now "
+                    f"would leave them beyond recovery. Run `agentos doctor --repair` to restore them (read-only "
+                    f"commands such as `agentos show {name}` keep working).")
         row = self.agents.acquire(name, lease, agent_id=agent_id, action=action, hint=hint)
         self.leases.keep(lease)
         self.maintenance.committed([state_table_name(row.agent_id)])
@@ -177,6 +188,29 @@ class Store:
         rows = self._read("messages", where, ["id"])
         return [r["id"] for r in rows]
 
+    def lost_state(self, agent_id: str, rev: int) -> int | None:
+        """The revision of a state of this agent newer than `rev` that only an unreferenced data file of its state
+        table holds (its manifest was lost), or None. Local databases only; elsewhere None."""
+        from agentos.storage.salvage import lost_versions, open_newest_readable, orphan_rows, table_path
+
+        if "://" in self.db.uri:
+            return None
+        path = table_path(self.db.uri, state_table_name(agent_id))
+        if not lost_versions(path):
+            return None  # orphan rows, if any, are a cut-short write's: never committed
+        try:
+            rows, _ = orphan_rows(open_newest_readable(path)[0], path)
+        except Exception:  # noqa: BLE001 - the state table opened a moment ago; nothing more to learn here
+            return None
+        newer = [int(r) for r in (rows.column("rev").to_pylist() if rows is not None else []) if int(r) > rev]
+        return max(newer, default=None)
+
+    def lost_versions(self, table: str) -> int:
+        """How many newest versions of a local table lost their manifest (see `salvage.lost_versions`)."""
+        from agentos.storage.salvage import lost_versions, table_path
+
+        return 0 if "://" in self.db.uri else lost_versions(table_path(self.db.uri, table))
+
     def discard_messages(self, agent_id: str, ids: list[str]) -> None:
         """Delete these messages of the agent (a cut-short step's, or a write that found it had lost the agent)."""
         for start in range(0, len(ids), 500):
@@ -201,10 +235,14 @@ class Store:
         return [found[i] for i in ids if i in found]
 
     def count_messages(self, agent_id: str) -> int:
-        with storage_errors("count messages"):
-            handle = self.db.table("messages")
-            handle.checkout_latest()
-            return int(handle.count_rows(f"agent_id = {quote(agent_id)}"))
+        where = f"agent_id = {quote(agent_id)}"
+        try:
+            with storage_errors("count messages"):
+                handle = self.db.table("messages")
+                handle.checkout_latest()
+                return int(handle.count_rows(where))
+        except StorageError as exc:
+            return len(self._salvage("messages", where, ["id"], exc))
 
     def memory_edits(self, agent_id: str, where: str | None = None) -> list[MemoryEdit]:
         """The agent's memory edit log, oldest first (only saved edits are ever logged)."""
@@ -217,15 +255,34 @@ class Store:
         self.maintenance.committed(["messages"])
 
     def _read(self, table: str, where: str | None, columns: list[str] | None) -> list[dict[str, Any]]:
-        with storage_errors(f"read {table!r}"):
-            handle = self.db.table(table)
-            handle.checkout_latest()  # see what other processes wrote
-            query = handle.search()
-            if where:
-                query = query.where(where)
-            if columns:
-                query = query.select(columns)
-            return query.limit(None).to_arrow().to_pylist()
+        try:
+            with storage_errors(f"read {table!r}"):
+                handle = self.db.table(table)
+                handle.checkout_latest()  # see what other processes wrote
+                query = handle.search()
+                if where:
+                    query = query.where(where)
+                if columns:
+                    query = query.select(columns)
+                return query.limit(None).to_arrow().to_pylist()
+        except StorageError as exc:
+            return self._salvage(table, where, columns, exc)
+
+    def _salvage(self, table: str, where: str | None, columns: list[str] | None,
+                 error: StorageError) -> list[dict[str, Any]]:
+        """The rows a failed read wanted that the table's readable fragments hold, the damage noted in `damage`;
+        the original error when the table has no damage a fragment-wise read gets around."""
+        from agentos.storage.salvage import describe_damage, open_newest_readable, read_fragments, table_path
+
+        try:
+            dataset, skipped = open_newest_readable(table_path(self.db.uri, table), self.db.storage_options)
+            rows, bad = read_fragments(dataset, where, columns)
+        except Exception:  # noqa: BLE001 - no way around it: the read's own error says what happened
+            raise error from None
+        if not bad and not skipped:
+            raise error
+        self.damage[table] = describe_damage(table, bad, skipped)
+        return rows.to_pylist()
 
     # -- upkeep --------------------------------------------------------------------------------
 

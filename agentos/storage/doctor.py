@@ -1,0 +1,267 @@
+"""`agentos doctor`: check every table of the store, and with `repair` rebuild the damaged ones from what can still be
+read, listing what was recovered and what was lost.
+
+A table is read at its newest readable version, fragment by fragment (see `salvage`). Rows that only
+data files no version refers to still hold (a commit whose manifest was lost) are taken back when the
+agents' saved states show they were committed: a state of a higher revision, a message below the
+agent's message count, a passage or edit that is not there. A rebuilt table replaces the old one
+crash-safely, after a copy of the old one is put in `doctor-backups/` beside the database.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from agentos.errors import AgentBusyError, StorageError
+from agentos.messages import utc_now
+from agentos.storage.db import SWAP_SUFFIX, replace_table
+from agentos.storage.salvage import TableScan, scan
+from agentos.storage.store import Store
+
+STATE_PREFIX = "state_"
+
+
+@dataclass
+class Finding:
+    """One damaged table: what is wrong, what can be (or was) recovered, and what is lost."""
+
+    table: str
+    damage: list[str]
+    recovered: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    rows: pa.Table | None = None  # what the table holds once rebuilt; None when it cannot be rebuilt
+
+
+@dataclass(frozen=True)
+class MissingMessages:
+    """An agent's saved messages that are nowhere in the messages table (beyond those recorded as lost)."""
+
+    name: str
+    missing: tuple[int, ...]  # their seq numbers
+    count: int  # messages the agent ever saved
+
+    def describe(self) -> str:
+        return (f'agent "{self.name}": {len(self.missing)} of its {self.count} saved messages are missing (seq '
+                f"{_ranges(list(self.missing))}); they are lost unless a backup of the database folder has them.")
+
+
+@dataclass
+class Checkup:
+    """What `doctor` found and did."""
+
+    findings: list[Finding]
+    missing: list[MissingMessages]
+    repaired: bool = False
+    backup: Path | None = None
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings and not self.missing
+
+    def lines(self) -> list[str]:
+        if self.healthy:
+            return ["No damage found."]
+        out = []
+        for f in self.findings:
+            out.append(f"table {f.table!r}: " + "; ".join(f.damage))
+            out.extend(f"  {'recovered' if self.repaired else 'can recover'}: {r}" for r in f.recovered)
+            out.extend(f"  lost: {item}" for item in f.lost)
+        out.extend(m.describe() for m in self.missing)
+        if self.repaired:
+            out.append(f"Repaired. The damaged tables as they were are kept in {self.backup}.")
+        elif any(f.rows is not None for f in self.findings):
+            out.append("Run again with --repair to rebuild the damaged tables from what can be read "
+                       "(a copy of each goes to doctor-backups/ first).")
+        return out
+
+
+def _kind(name: str) -> int:
+    """The order tables are judged in: what the others are checked against comes first."""
+    return 0 if name == "agents" else 1 if name.startswith(STATE_PREFIX) else 2 if name == "messages" else 3
+
+
+def _rows(scan_: TableScan) -> list[dict[str, Any]]:
+    return scan_.good.to_pylist() if scan_.good is not None else []
+
+
+def _orphans(scan_: TableScan) -> list[dict[str, Any]]:
+    return scan_.orphans.to_pylist() if scan_.orphans is not None else []
+
+
+def _newest(scan_: TableScan, what: str, recovered: list[str]) -> list[dict[str, Any]]:
+    """A one-row table (the directory, an agent's state): the row of the highest revision any data file has."""
+    rows = _rows(scan_)
+    best = max(rows + _orphans(scan_), key=lambda r: int(r["rev"]), default=None)
+    if best is None:
+        return []
+    if not rows or int(best["rev"]) > int(rows[0]["rev"]):
+        recovered.append(f"{what} at revision {best['rev']} (the table's newest version showed "
+                         f"{rows[0]['rev'] if rows else 'none'})")
+    if "lease_token" in best:
+        best = {**best, "lease_token": None, "lease_holder": None, "lease_expires_at": None}
+    return [best]
+
+
+def _keyed(scan_: TableScan, key: Callable[[dict[str, Any]], Any], keep: Callable[[dict[str, Any]], bool],
+           what: str, recovered: list[str]) -> list[dict[str, Any]]:
+    """An append-only table: its readable rows, and rows only unreferenced files hold that `keep` accepts."""
+    rows = _rows(scan_)
+    seen = {key(r) for r in rows}
+    taken = []
+    for row in _orphans(scan_):
+        if key(row) not in seen and keep(row):
+            seen.add(key(row))
+            taken.append(row)
+    if taken:
+        recovered.append(f"{len(taken)} {what} that no readable version of the table refers to")
+    return rows + taken
+
+
+def _ranges(numbers: list[int]) -> str:
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def examine(store: Store, agent: str | None = None) -> Checkup:
+    """Read every table (or those of agent `agent` and the shared ones) and judge what a repair would do."""
+    db = store.db
+    names = [n for n in db.connection.list_tables().tables if not n.endswith(SWAP_SUFFIX)]
+    directory = scan(db.uri, "agents", db.storage_options) if "agents" in names else None
+    agent_ids = json.loads(_rows(directory)[0]["names"]) if directory and _rows(directory) else {}
+    if agent is not None:
+        if agent not in agent_ids:
+            raise StorageError(f'no agent named "{agent}" in {db.uri}; `agentos doctor` without a name checks '
+                               f"everything.")
+        names = [n for n in names if n in ("agents", "messages", "memory_edits") or agent_ids[agent] in n]
+    findings, states, messages = [], {}, None
+    for name in sorted(names, key=lambda n: (_kind(n), n)):
+        scan_ = directory if name == "agents" and directory else scan(db.uri, name, db.storage_options)
+        finding = Finding(name, [])
+        if scan_.error:
+            finding.damage.append(f"it cannot be opened ({scan_.error})")
+            finding.lost.append("everything in it, unless you have a backup of the database folder")
+            findings.append(finding)
+            continue
+        if scan_.lost_versions:
+            finding.damage.append(f"its newest {scan_.lost_versions} version(s) are missing (their manifests are "
+                                  f"gone); version {scan_.version} is the newest left")
+        if scan_.skipped_manifests:
+            finding.damage.append(f"its newest {len(scan_.skipped_manifests)} version(s) cannot be read "
+                                  f"({', '.join(Path(p).name for p in scan_.skipped_manifests)}); version "
+                                  f"{scan_.version} is the newest that can")
+        for bad in scan_.bad:
+            finding.damage.append(f"data file {bad.files[0] if bad.files else '?'} cannot be read ({bad.error})")
+            finding.lost.append(f"{bad.rows} row(s) of fragment {bad.fragment_id}")
+        recovered = finding.recovered
+        if name == "agents":
+            rows = _newest(scan_, "the agent directory", recovered)
+        elif name.startswith(STATE_PREFIX):
+            rows = _newest(scan_, "the agent's state", recovered)
+            if rows:
+                states[rows[0]["agent_id"]] = json.loads(rows[0]["state"])
+        elif name == "messages":
+            def committed(row: dict[str, Any]) -> bool:
+                state = states.get(row["agent_id"])
+                return state is not None and int(row["seq"]) < int(state.get("message_count", 0))
+            rows = _keyed(scan_, lambda r: r["id"], committed, "saved message(s)", recovered)
+            messages = rows
+        elif name == "memory_edits":
+            rows = _keyed(scan_, lambda r: (r["agent_id"], r["rev"], r["label"], r["at"]),
+                          lambda r: r["agent_id"] in states, "memory edit(s)", recovered)
+        elif "id" in (scan_.good.schema.names if scan_.good is not None else []):
+            rows = _keyed(scan_, lambda r: r["id"], lambda r: True, "row(s)", recovered)
+        else:
+            rows = _rows(scan_)
+        if finding.damage or recovered:
+            assert scan_.good is not None
+            finding.rows = pa.Table.from_pylist(rows, schema=scan_.good.schema)
+            findings.append(finding)
+    return Checkup(findings, _missing(agent_ids, states, messages, agent))
+
+
+def _missing(agent_ids: dict[str, str], states: dict[str, dict[str, Any]],
+             messages: list[dict[str, Any]] | None, only: str | None) -> list[MissingMessages]:
+    """Per agent: saved messages that are nowhere to be found (beyond those a repair already recorded as lost)."""
+    if messages is None:
+        return []
+    seqs: dict[str, set[int]] = {}
+    for row in messages:
+        seqs.setdefault(row["agent_id"], set()).add(int(row["seq"]))
+    notes = []
+    for name, agent_id in sorted(agent_ids.items()):
+        state = states.get(agent_id)
+        if state is None or (only is not None and name != only):
+            continue
+        count = int(state.get("message_count", 0))
+        missing = tuple(s for s in range(count) if s not in seqs.get(agent_id, set()))
+        if len(missing) > int(state.get("lost_messages", 0)):
+            notes.append(MissingMessages(name, missing, count))
+    return notes
+
+
+def repair(store: Store, checkup: Checkup, home: Path) -> Checkup:
+    """Rebuild every damaged table that can be rebuilt (a copy of it goes to `home/doctor-backups/` first), and
+    record in each agent's state the messages that are lost, so loading stops warning about them."""
+    db = store.db
+    if "://" in db.uri:
+        raise StorageError("doctor --repair works on a local database folder; copy the store to a local folder, "
+                           "repair it there and copy it back.")
+    try:
+        rows = store.agent_rows()
+    except StorageError:
+        rows = {}  # a state that cannot be read is held by nobody: no process could open that agent
+    for name, row in rows.items():
+        if row.held_elsewhere():
+            raise AgentBusyError(f'agent "{name}" is open in another process ({row.holder.describe() if row.holder else "?"}); '
+                                 f"close it before repairing.")
+    backup = home / "doctor-backups" / utc_now().strftime("%Y%m%dT%H%M%SZ")
+    for finding in checkup.findings:
+        if finding.rows is None:
+            continue
+        source = Path(db.uri) / f"{finding.table}.lance"
+        backup.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(source, backup / source.name, dirs_exist_ok=True)
+        db.forget(finding.table)
+        _drop_folder_if_unopenable(db, finding.table, source)
+        replace_table(db, finding.table, finding.rows.schema, finding.rows)
+        db.forget(finding.table)
+    _record_losses(store, checkup)
+    checkup.repaired, checkup.backup = True, backup
+    return checkup
+
+
+def _drop_folder_if_unopenable(db: Any, name: str, folder: Path) -> None:
+    """A table whose newest manifest cannot be read cannot be dropped through LanceDB: remove its folder (a copy
+    is in the backup)."""
+    try:
+        db.connection.open_table(name).count_rows()
+    except Exception:  # noqa: BLE001 - any failure: it is being rebuilt from what was read
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _record_losses(store: Store, checkup: Checkup) -> None:
+    """Write each agent's count of lost messages into its state (as a new revision), so a load warns only of new
+    losses."""
+    from agentos.storage.lease import Lease
+
+    for gone in examine(store).missing:
+        lease = Lease(agent_id="", name=gone.name)
+        row = store.open_agent(gone.name, lease, action="doctor cannot record its lost messages")
+        try:
+            state = json.loads(row.state)
+            state["lost_messages"] = len(gone.missing)
+            store.agents.write_state(lease, row.rev, row.rev + 1, json.dumps(state), f"doctor-{row.rev + 1}")
+        finally:
+            store.release(lease)
