@@ -10,7 +10,7 @@ import pytest
 import agentos.agent.agent as agent_module
 from agentos import Agent
 from agentos.cli import main
-from agentos.errors import DamagedStoreError, DamageWarning
+from agentos.errors import AgentNotFoundError, DamagedStoreError, DamageWarning
 from agentos.memory.archival import ArchivalTier
 from agentos.providers import ScriptedProvider
 from agentos.storage.schemas import state_table_name
@@ -188,3 +188,23 @@ class warnings_as_errors:
         self._catch.__exit__(*exc)
 
 
+
+
+def test_a_lost_newest_version_of_the_agent_directory_is_named_and_restored(
+        agentos_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _home(agentos_home)
+    _newest(agentos_home / "db" / "agents.lance" / "_versions", ".manifest").unlink()  # the claim of "kim"
+    with pytest.raises(AgentNotFoundError) as missing:
+        _load("kim", agentos_home, read_only=True)
+    assert str(missing.value) == (
+        'no agent named "kim" in the agent directory as it reads now, but its newest 1 version(s) are missing and may '
+        "name it. Existing agents: sam. Run `agentos doctor --repair` to restore them.")
+    with pytest.raises(DamagedStoreError, match="no agent can be created now: the newest 1 version"):
+        Agent.create("lee", provider=ScriptedProvider([]), store=Store(agentos_home / "db"))
+    agent_module._stores.clear()
+    assert main(["doctor", "--repair"]) == 0
+    assert "  recovered: the agent directory at revision 2 (the table's newest version showed 1)" in \
+        capsys.readouterr().out
+    agent_module._stores.clear()
+    kim = _load("kim", agentos_home)
+    assert [m.content for m in kim.context][-2:] == ["kim message 4", "reply 4"] and kim.warnings == []

@@ -95,6 +95,11 @@ def _store(store: Store | None, home: str | Path | None) -> Store:
 def _not_found(name: str, store: Store) -> AgentNotFoundError:
     names = sorted(store.agent_rows())
     existing = ", ".join(names) if names else "none yet"
+    lost = store.lost_versions("agents")
+    if lost:
+        return AgentNotFoundError(
+            f'no agent named "{name}" in the agent directory as it reads now, but its newest {lost} version(s) are '
+            f"missing and may name it. Existing agents: {existing}. Run `agentos doctor --repair` to restore them.")
     return AgentNotFoundError(
         f'no agent named "{name}". Existing agents: {existing}. Create one with: agentos new {name}'
     )

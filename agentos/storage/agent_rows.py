@@ -12,6 +12,7 @@ scanned every fragment, 9-20 ms against 4.5 ms for a row alone in its table.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -147,7 +148,7 @@ class AgentRows:
     # -- the lease -----------------------------------------------------------------------------
 
     def acquire(self, name: str, lease: Lease, *, agent_id: str | None = None, action: str = "it cannot be opened",
-                hint: str = "Finish that session first.") -> AgentRow:
+                hint: str = "Finish that session first.", check: Callable[[AgentRow], None] | None = None) -> AgentRow:
         """Take the agent for `lease` and return its row. A live holder elsewhere is refused; a stale one
         (expired, or a process on this host that has ended) is taken over. With `agent_id`, only that agent:
         a different agent that has the name by now counts as the agent being deleted."""
@@ -159,6 +160,8 @@ class AgentRows:
                 raise AgentDeletedError(f'agent "{name}" was deleted (another agent has its name now).')
             if row.held_elsewhere():
                 raise AgentBusyError(busy_message(name, row, action, hint))
+            if check is not None:
+                check(row)  # raises to refuse before anything is written
             held = f"lease_token = {quote(row.lease_token)}" if row.lease_token else "lease_token IS NULL"
             lease.agent_id, lease.name, expires = row.agent_id, row.name, lease.extended()
             where = f"rev = {row.rev} AND {held}"

@@ -88,7 +88,13 @@ class Store:
         return self.agents.get(name)
 
     def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease) -> None:
-        """Add a new agent, held by `lease` from the start."""
+        """Add a new agent, held by `lease` from the start (refused while the directory lost committed versions:
+        claiming a name commits over them)."""
+        lost = self.lost_versions("agents")
+        if lost:
+            raise DamagedStoreError(
+                f"no agent can be created now: the newest {lost} version(s) of the agent directory are missing, "
+                f"though their data is still on disk. Run `agentos doctor --repair` to restore them first.")
         self.agents.insert(name, agent_id, state_json, lease)
         self.leases.keep(lease)
         self.maintenance.committed(["agents"])
@@ -97,16 +103,19 @@ class Store:
                    hint: str = "Finish that session first.") -> AgentRow:
         """Take the agent for writing (see `AgentRows.acquire`) and keep the lease renewed. Refused while a table
         it writes lost committed versions: the first write would leave them beyond recovery."""
-        agent_id = self.agents.directory.names().get(name)
-        for table in ["messages", *([state_table_name(agent_id)] if agent_id else [])]:
-            if self.lost_versions(table):
-                what = "its state" if table != "messages" else "the messages of every agent"
-                raise DamagedStoreError(
-                    f'agent "{name}" cannot be opened for writing: the newest {self.lost_versions(table)} version(s) '
-                    f"of table {table!r} ({what}) are missing, though their data is still on disk, and a write now "
-                    f"would leave them beyond recovery. Run `agentos doctor --repair` to restore them (read-only "
-                    f"commands such as `agentos show {name}` keep working).")
-        row = self.agents.acquire(name, lease, agent_id=agent_id, action=action, hint=hint)
+        def refuse_if_versions_lost(row: AgentRow) -> None:
+            for table in ("messages", state_table_name(row.agent_id)):
+                lost = self.lost_versions(table)
+                if lost:
+                    what = "its state" if table != "messages" else "the messages of every agent"
+                    raise DamagedStoreError(
+                        f'agent "{name}" cannot be opened for writing: the newest {lost} version(s) of table '
+                        f"{table!r} ({what}) are missing, though their data is still on disk, and a write now would "
+                        f"leave them beyond recovery. Run `agentos doctor --repair` to restore them (read-only "
+                        f"commands such as `agentos show {name}` keep working).")
+
+        row = self.agents.acquire(name, lease, agent_id=agent_id, action=action, hint=hint,
+                                  check=refuse_if_versions_lost)
         self.leases.keep(lease)
         self.maintenance.committed([state_table_name(row.agent_id)])
         return row
