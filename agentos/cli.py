@@ -31,7 +31,8 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     embedder = resolve_embedder(args.embedder).name  # a bad spec is an error before anything is created
     prompt_dir = str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None
-    settings = AgentSettings(prompt_dir=prompt_dir, embedder=args.embedder or "none")
+    settings = AgentSettings(prompt_dir=prompt_dir, embedder=args.embedder or "none", context_window=args.window,
+                             max_output_tokens=args.max_output)
     agent = Agent.create(
         args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human),
         settings=settings,
@@ -174,6 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--human", help="human block: text, or @FILE")
     p.add_argument("--model", help="model spec, e.g. openai/gpt-4.1-mini or scripted/demo")
     p.add_argument("--prompt-dir", help="a folder of your own prompt templates (system.j2, ...) to use instead")
+    p.add_argument("--window", type=int, help="the context window in tokens (default: what a local server serves, "
+                                               "else the model family's)")
+    p.add_argument("--max-output", type=int, help="the most tokens one model call may write (default: the model's "
+                                                   "limit; for local servers a quarter of the window)")
     p.add_argument("--embedder", help="vectors for memory search: none (default: BM25 only), openai/MODEL, "
                                       "ollama/MODEL, st/MODEL, hash:DIM; change later with agentos reindex")
 
@@ -219,15 +224,15 @@ def tolerant_streams() -> None:
 
 
 def show_damage_warnings() -> None:
-    """Print a DamageWarning as `warning: ...` on stderr (other warnings keep Python's own format)."""
+    """Print agentos's own warnings as `warning: ...` on stderr (other warnings keep Python's own format)."""
     import warnings
 
-    from agentos.errors import DamageWarning
+    from agentos.errors import AgentOSWarning
 
     default = warnings.showwarning
 
     def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, DamageWarning):
+        if issubclass(category, AgentOSWarning):
             print(f"warning: {message}", file=sys.stderr)
         else:
             default(message, category, *args, **kwargs)

@@ -82,6 +82,22 @@ def configured_base_url(family: str, home: Path | None = None) -> str | None:
     return str(value).rstrip("/") if value else None
 
 
+def configured_window(model: str, home: Path | None = None) -> int | None:
+    """A context window for a model spec (or its family/model without @URL, or its family) from `context_windows`
+    in the config file, if any."""
+    windows = load_config(home).get("context_windows") or {}
+    if not isinstance(windows, dict):
+        raise ConfigError(f'"context_windows" in {config_path(home)} must map model specs to token counts.')
+    for key in (model, model.split("@", 1)[0], model.split("/", 1)[0]):
+        value = windows.get(key)
+        if value is not None:
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f'"context_windows" in {config_path(home)}: {key!r} must be a positive number of '
+                                  f"tokens, not {value!r}.")
+            return value
+    return None
+
+
 def default_model(home: Path | None = None) -> str:
     """The model spec to use when none is given: config, $AGENTOS_MODEL, then whichever API key is set."""
     return default_model_and_source(home)[0]

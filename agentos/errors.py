@@ -47,8 +47,16 @@ class DamagedStoreError(StorageError):
     """Files of the store are damaged in a way that writing now could make worse; `agentos doctor` says more."""
 
 
-class DamageWarning(UserWarning):
+class AgentOSWarning(UserWarning):
+    """Something the user should know that does not stop the work; the CLI prints it as `warning: ...`."""
+
+
+class DamageWarning(AgentOSWarning):
     """Something stored is damaged, but what could be read was loaded; the text says what and what to do."""
+
+
+class WindowWarning(AgentOSWarning):
+    """The context window the agent budgets for is not what the server serves (or the server's default limits it)."""
 
 
 class ToolDefinitionError(AgentOSError):

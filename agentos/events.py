@@ -72,11 +72,11 @@ class Notice(BaseModel):
 
 
 class ReplyIncomplete(BaseModel):
-    """The model's answer did not end normally: cut at its output limit, refused, or a stream that
-    ended without saying why. Its text is kept, but it is not a complete reply."""
+    """The model's answer did not end normally: cut at its output limit, refused, a stream that ended without
+    saying why, or a connection lost mid-reply. Its text is kept, but it is not a complete reply."""
 
     type: Literal["reply_incomplete"] = "reply_incomplete"
-    reason: Literal["max_tokens", "refusal", "no_finish_reason", "other"]
+    reason: Literal["max_tokens", "refusal", "no_finish_reason", "other", "disconnected"]
     detail: str
 
 

@@ -51,7 +51,8 @@ def describe_agent(agent: Agent) -> str:
     """The header of `agentos show`: model, window, each memory tier's counts, and the tools."""
     s = agent.state
     created = s.snapshot().created_at.astimezone()
-    lines = [f"Agent {s.name}  model {s.model}  window {agent.window:,} tokens  created {created:%Y-%m-%d %H:%M}",
+    lines = [f"Agent {s.name}  model {s.model}  window {agent.window:,} tokens ({agent.window_source})  "
+             f"created {created:%Y-%m-%d %H:%M}",
              f"{len(s.context)} messages in context; {s.compactions} compactions so far",
              *agent.tiers.metadata(MemoryStats(s.message_count, s.hidden_count)),
              f"Tools: {', '.join(t.name for t in agent.tools)}"]

@@ -126,7 +126,7 @@ def test_several_tool_calls_in_one_response_run_in_order() -> None:
 @pytest.mark.parametrize(
     ("call", "expected"),
     [
-        (("shout", {"text": "x"}), 'Error: unknown tool "shout". Available tools: archival_insert, archival_search, conversation_search, core_memory_append, core_memory_replace.'),
+        (("shout", {"text": "x"}), 'Error: unknown tool "shout". Tools you can call: archival_insert, archival_search, conversation_search, core_memory_append, core_memory_replace. Call a tool by its name with its arguments, for example: {"name": "archival_insert", "arguments": {"content": "..."}}.'),
         (("core_memory_append", '{"label": "human", '),
          "Error: the arguments for core_memory_append are not valid JSON (Expecting property name enclosed in "
          "double quotes at position 18). Send one JSON object."),

@@ -73,14 +73,18 @@ def test_resolve_builds_the_right_provider(allow_real_providers: None, monkeypat
 
 
 def test_compatible_spec_goes_to_its_base_url(allow_real_providers: None) -> None:
-    api = MockAPI(sse_response(oa_text_reply("hi from vllm")))
+    import httpx2
+
+    api = MockAPI(httpx2.Response(404, json={"error": "no such route"}), sse_response(oa_text_reply("hi from vllm")))
     provider = resolve_model("openai-compatible/local-model@http://127.0.0.1:8000/v1", http_client=api.client())
     from agentos.messages import Message
     from agentos.providers.base import ModelRequest, complete
 
+    assert str(api.requests[0].url) == "http://127.0.0.1:8000/v1/models"  # asked for its window; it did not say
+    assert provider.window_source == "model catalogue"
     assert complete(provider, ModelRequest("s", "", [Message.user("x")])).text == "hi from vllm"
-    assert str(api.requests[0].url) == "http://127.0.0.1:8000/v1/chat/completions"
-    assert api.requests[0].headers["authorization"] == "Bearer not-needed"  # never the OpenAI key
+    assert str(api.requests[1].url) == "http://127.0.0.1:8000/v1/chat/completions"
+    assert api.requests[1].headers["authorization"] == "Bearer not-needed"  # never the OpenAI key
 
 
 def test_openai_compatible_needs_a_base_url(allow_real_providers: None) -> None:

@@ -7,6 +7,7 @@ import pytest
 from agentos.blocks import Block
 from agentos.errors import ToolDefinitionError, ToolError
 from agentos.messages import ToolCall
+from agentos.errors import MemoryEditError
 from agentos.tools import ToolContext, ToolRegistry, tool
 
 
@@ -55,6 +56,8 @@ class NoMemory:
     """A memory interface for tools that use none."""
 
     def block(self, label: str) -> Block:
+        if label not in ("human", "notes"):
+            raise MemoryEditError(f'no memory block labelled "{label}". Blocks: human, notes.')
         return Block(label=label, value=f"value of {label}")
 
     def append_block(self, label: str, content: str) -> Block:
@@ -83,7 +86,9 @@ def test_valid_call_runs_and_returns_text(registry: ToolRegistry) -> None:
 def test_unknown_tool(registry: ToolRegistry) -> None:
     outcome = run(registry, "multiply", "{}")
     assert outcome.is_error
-    assert outcome.text == 'Error: unknown tool "multiply". Available tools: add, chatty, explode, refuse.'
+    assert outcome.text == ('Error: unknown tool "multiply". Tools you can call: add, chatty, explode, refuse. Call a '
+                            'tool by its name with its arguments, for example: {"name": "add", "arguments": '
+                            '{"a": "..."}}.')
 
 
 def test_malformed_json(registry: ToolRegistry) -> None:

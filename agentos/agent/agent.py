@@ -28,6 +28,7 @@ from agentos.errors import (
     AgentOSError,
     ConfigError,
     DamageWarning,
+    WindowWarning,
     LeaseLostError,
     MemoryEditError,
     ReadOnlyAgentError,
@@ -38,7 +39,8 @@ from agentos.memory.tier import MemoryStats, Progress
 from agentos.memory.tiers import Tiers, delete_tiers
 from agentos.messages import Message, Usage, utc_now
 from agentos.providers.base import ModelRequest, Provider
-from agentos.providers.models import context_window_for
+from agentos.config import configured_window
+from agentos.providers.models import LOCAL_FAMILIES, context_window_for
 from agentos.storage import Store
 from agentos.storage.lease import Lease
 from agentos.tools.context import ToolContext
@@ -53,6 +55,7 @@ RECHECK_LEASE_SECONDS = 2.0  # a turn starting later than this after the last wr
 T = TypeVar("T")
 
 _stores: dict[str, Store] = {}
+MIN_LOCAL_OUTPUT_CAP = 256  # a local model's default output cap never goes below this, however small its window
 
 
 def open_store(home: str | Path | None = None) -> Store:
@@ -106,8 +109,10 @@ def _not_found(name: str, store: Store) -> AgentNotFoundError:
 
 
 def context_window(settings: AgentSettings, model: str, provider: Provider | None) -> int:
-    """The agent's context window: its setting, else what its provider serves, else the model catalogue's."""
-    return settings.context_window or (provider.context_window if provider else 0) or context_window_for(model)
+    """The agent's context window: its setting, else the config file's for its model, else what its provider
+    serves, else the model catalogue's."""
+    return (settings.context_window or configured_window(model) or (provider.context_window if provider else 0)
+            or context_window_for(model))
 
 
 def provider_options(settings: AgentSettings) -> dict[str, Any]:
@@ -189,7 +194,8 @@ class Agent:
             if not model:
                 model, source = default_model_and_source(Path(home) if home else None)
             try:
-                provider = resolve_model(model, context_window=settings.context_window, **provider_options(settings))
+                provider = resolve_model(model, context_window=settings.context_window or configured_window(model),
+                                         **provider_options(settings))
             except ConfigError as exc:
                 if source is None:
                     raise
@@ -207,6 +213,7 @@ class Agent:
         lease = Lease(agent_id=state.id, name=name)
         agent = cls(TurnState(state, []), store, provider, tools, lease)
         store.create_agent(name, state.id, agent._owner.snapshot().model_dump_json(), lease)
+        agent._warn_about_window()
         return agent
 
     @classmethod
@@ -245,7 +252,8 @@ class Agent:
             state.rev = row.rev
             messages = store.get_messages(state.id, state.in_context_ids)
             if provider is None and with_model and not read_only:
-                provider = resolve_model(state.model, context_window=state.settings.context_window,
+                provider = resolve_model(state.model,
+                                         context_window=state.settings.context_window or configured_window(state.model),
                                          **provider_options(state.settings))
             agent = cls(TurnState(state, repair_context(messages)), store, provider, tools, lease)
             agent.warnings = agent._damage(len(state.in_context_ids) - len(messages), state.lost_messages)
@@ -257,7 +265,13 @@ class Agent:
             raise
         for text in agent.warnings:
             warnings.warn(DamageWarning(text), stacklevel=2)
+        agent._warn_about_window()
         return agent
+
+    def _warn_about_window(self) -> None:
+        note = getattr(self._provider, "window_warning", "") or getattr(self._provider, "window_advice", "")
+        if note:
+            warnings.warn(WindowWarning(note), stacklevel=3)
 
     def _damage(self, missing_in_context: int, lost: int) -> list[str]:
         """What loading found damaged: tables that could only be read in part, and saved messages that are gone."""
@@ -386,12 +400,40 @@ class Agent:
             system_dynamic=dynamic,
             messages=([summary] if summary else []) + [*owner.context, *pending],
             tools=list(self.tools),
+            max_output_tokens=self.output_cap(),
         )
+
+    def output_cap(self) -> int | None:
+        """The most tokens one model call may write: the agent's setting; for a local server (where a rambling
+        small model otherwise writes until the server's window runs out) a quarter of the window, within the
+        model's limit; else None (the provider's own default)."""
+        setting = self._owner.settings.max_output_tokens
+        if setting or getattr(self._provider, "name", None) not in LOCAL_FAMILIES:
+            return setting
+        limit = getattr(getattr(self._provider, "info", None), "max_output_tokens", None) or self.window
+        return max(MIN_LOCAL_OUTPUT_CAP, min(limit, self.window // 4))
 
     def pager_view(self, request: ModelRequest | None = None) -> PagerView:
         owner = self._owner
         return PagerView(request=request or self.build_request(), context=owner.context, summary=owner.summary,
                          message_count=owner.message_count, alerted=owner.alerted, calibration=owner.calibration)
+
+    @property
+    def window_source(self) -> str:
+        """Where the context window figure comes from: the agent's setting, the config file, the server, or the
+        model catalogue."""
+        if self._owner.settings.context_window:
+            return "this agent's setting"
+        if configured_window(self.model):
+            return "context_windows in the config file"
+        return getattr(self._provider, "window_source", None) or "model catalogue"
+
+    def reads_text_calls(self) -> bool:
+        """Whether a reply that is a tool call written as text runs as that call (see `AgentSettings.text_tool_calls`)."""
+        setting = self._owner.settings.text_tool_calls
+        if setting is not None:
+            return setting
+        return getattr(self._provider, "name", None) in LOCAL_FAMILIES
 
     def tool_context(self, call_id: str | None) -> ToolContext:
         """What a tool call of this agent runs with: its memory, recording edits under the call's id."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from agentos.agent.text_calls import CallWatch
 from agentos.agent.turn_state import Compaction
 from agentos.errors import AgentOSError, ContextOverflowError, LeaseLostError
 from agentos.events import (
@@ -83,12 +84,15 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
             calls: list[ToolCall] = []
             stop: str | None = None
             overflows = 0
+            watch = CallWatch(agent.reads_text_calls())
             while True:
                 try:
                     for event in agent.provider.stream(request):
                         if isinstance(event, StreamText):
                             parts.append(event.text)
-                            yield TextDelta(text=event.text)
+                            shown = watch.feed(event.text)
+                            if shown:
+                                yield TextDelta(text=shown)
                         elif isinstance(event, StreamToolCall):
                             calls.append(event.call)
                         elif isinstance(event, StreamUsage):
@@ -110,10 +114,22 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                     yield agent.apply(compaction) if isinstance(compaction, Compaction) else compaction
                     request = agent.build_request()
                 except Exception as exc:  # noqa: BLE001 - a provider failure ends the turn, not the agent
+                    if parts:  # cut mid-reply: what arrived is kept, as an incomplete reply, so the turn stays whole
+                        rest = watch.finish((), ())[1]
+                        if rest:
+                            yield TextDelta(text=rest)
+                        owner.append(Message.assistant("".join(parts)))
+                        yield ReplyIncomplete(reason="disconnected", detail=f"the reply was cut off: {exc}")
                     yield _failure(exc, steps)
                     return
             request = None
             stop = stop or "no_finish_reason"
+            if not calls:
+                found, rest = watch.finish([t.name for t in agent.tools], [b.label for b in agent.blocks])
+                if rest:
+                    yield TextDelta(text=rest)
+                if found is not None:
+                    calls, parts, stop = found.calls, [found.lead_in], "tool_use"
             reply = Message.assistant("".join(parts), calls)
             owner.append(reply)
             if stop in INCOMPLETE:

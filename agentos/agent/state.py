@@ -49,6 +49,10 @@ class AgentSettings(BaseModel):
     embedder: str = "none"  # recall/archival vectors: none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL
     read_timeout_s: float | None = Field(default=None, gt=0)  # provider: seconds between streamed bytes (None: config)
     connect_timeout_s: float | None = Field(default=None, gt=0)  # provider: seconds to connect (None: config)
+    # Replies that are tool calls written as text (see agent.text_calls) run as tool calls. None: on for local and
+    # OpenAI-compatible servers (Ollama, llama.cpp, vLLM, LM Studio), off for OpenAI, Anthropic and OpenRouter.
+    text_tool_calls: bool | None = None
+    max_output_tokens: int | None = Field(default=None, gt=0)  # each model call's output cap (None: the default)
 
 
 class AgentState(BaseModel):

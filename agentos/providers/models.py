@@ -46,6 +46,9 @@ SERVERS: dict[str, Server] = {
     "openai-compatible": Server("openai", None, "OPENAI_COMPATIBLE_API_KEY", False, "OpenAI-compatible server"),
 }
 
+# Servers on the user's own machine (or network): their window is asked of them, their replies' text tool calls read.
+LOCAL_FAMILIES = frozenset({"ollama", "llamacpp", "vllm", "lmstudio", "openai-compatible"})
+
 # Ollama serves a model with a small context (num_ctx, 4096 by default) and silently drops the
 # start of a longer prompt -- the system prompt first. Budget for that unless the agent overrides.
 OLLAMA_DEFAULT_CONTEXT = 4096
@@ -138,6 +141,11 @@ def parse_spec(spec: str) -> ModelSpec:
     if match:
         base_url = match.group(1).rstrip("/")
         text = text[: match.start()]
+    bare = re.search(r"@((?:localhost|[\w.-]+\.[\w-]+|\[[0-9a-fA-F:]+\])(?::\d+)?(?:/\S*)?)$", text)
+    if bare and (":" in bare.group(1) or "/" in bare.group(1) or bare.group(1).startswith("localhost")):
+        suggestion = f"{text[: bare.start()]}@http://{bare.group(1)}"
+        raise ConfigError(f'the base URL in model spec "{spec}" has no scheme: write it with http:// or https://, '
+                          f"for example {suggestion}")
     family, _, model = text.partition("/")
     family = family.lower()
     if not family or not model:

@@ -29,6 +29,7 @@ from agentos.providers.sdk_client import (
     shared_http_client,
 )
 from agentos.providers.sdk_errors import client_context
+from agentos.providers.served_window import DISCOVERY_TIMEOUT_S, ServedWindow, discover
 from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
 
 if TYPE_CHECKING:
@@ -287,9 +288,43 @@ class OpenAIProvider:
         self._tools = EncodedOnce(lambda tools: json_array(dumps(t.openai_schema()) for t in tools))
         self._messages = EncodedMessages(null_content=family == "openai")
         self._options = ready_body_options(openai, client, security={"bearer_auth": True})
+        self.window_source = "model catalogue"  # or what the server said (`learn_served_window`)
+        self.window_advice = ""
+        self.window_warning = ""
 
     def __repr__(self) -> str:
         return f"OpenAIProvider({self.name}/{self.model}, base_url={self.base_url!r})"
+
+    def served_window(self) -> ServedWindow | None:
+        """Ask the server which context window it serves this model with (see `served_window.discover`)."""
+        import httpx2
+
+        base_url = str(self._client.base_url).rstrip("/")
+
+        def fetch(method: str, url: str, body: dict[str, Any] | None) -> Any:
+            options: Any = {"timeout": DISCOVERY_TIMEOUT_S}
+            if method == "POST":
+                response = self._client.post(url, body=body, cast_to=httpx2.Response, options=options)
+            else:
+                response = self._client.get(url, cast_to=httpx2.Response, options=options)
+            return response.json()
+
+        return discover(self.name, base_url, self.model, fetch)
+
+    def learn_served_window(self, configured: int | None) -> None:
+        """Use the window the server serves unless one is `configured`; note where the figure came from, and
+        warn (in `window_warning`) when the configured one is larger than what is served."""
+        served = self.served_window()
+        if served is None:
+            return
+        if configured is None:
+            self.context_window, self.window_source = served.tokens, served.source
+            self.window_advice = served.advice
+        elif configured > served.tokens:
+            self.window_warning = (f"this agent's context window is set to {configured:,} tokens, but the server "
+                                   f"serves {served.tokens:,} ({served.source}); longer prompts will fail or be cut. "
+                                   f"{served.advice + '. ' if served.advice else ''}Or set the agent's window to "
+                                   f"{served.tokens:,}.")
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` for a request, in the order the SDK sends them."""

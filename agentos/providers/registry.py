@@ -9,7 +9,7 @@ from typing import Any
 
 from agentos.errors import ConfigError
 from agentos.providers.base import Provider
-from agentos.providers.models import parse_spec
+from agentos.providers.models import LOCAL_FAMILIES, parse_spec
 
 
 def resolve_model(spec: str, *, context_window: int | None = None, **options: Any) -> Provider:
@@ -37,6 +37,9 @@ def resolve_model(spec: str, *, context_window: int | None = None, **options: An
         return AnthropicProvider(parsed.model, base_url=parsed.base_url, context_window=context_window, **options)
     from agentos.providers.openai_provider import OpenAIProvider
 
-    return OpenAIProvider(
+    provider = OpenAIProvider(
         parsed.model, family=parsed.family, base_url=parsed.base_url, context_window=context_window, **options
     )
+    if parsed.family in LOCAL_FAMILIES:
+        provider.learn_served_window(context_window)
+    return provider

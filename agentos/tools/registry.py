@@ -70,6 +70,33 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self.tools)
 
+    def example(self, name: str, **values: str) -> str:
+        """A call of tool `name` as JSON, its required arguments filled with `values` or "..."."""
+        params = self.tools[name].parameters
+        required = params.get("required", list(params.get("properties", {})))
+        return json.dumps({"name": name, "arguments": {k: values.get(k, "...") for k in required}})
+
+    def unknown_tool(self, name: str, context: ToolContext | None = None) -> str:
+        """The error for a call of a tool that does not exist: the tools that do, and an example call; a memory
+        block's label named as if it were a tool gets the calls that edit that block."""
+        import difflib
+
+        available = ", ".join(sorted(self.tools)) or "none"
+        try:
+            is_block = context is not None and bool(context.memory.block(name))
+        except ToolError:
+            is_block = False
+        if is_block:
+            edits = [self.example(t, label=name) for t in ("core_memory_append", "core_memory_replace") if t in self.tools]
+            how = " To change it, call: " + " or ".join(edits) + "." if edits else ""
+            return f'"{name}" is a memory block, not a tool.{how} Tools you can call: {available}.'
+        close = difflib.get_close_matches(name, list(self.tools), n=1, cutoff=0.5)
+        suggestion = close[0] if close else next(iter(sorted(self.tools)), None)
+        hint = f' Did you mean "{close[0]}"?' if close else ""
+        example = f" Call a tool by its name with its arguments, for example: {self.example(suggestion)}." if \
+            suggestion else ""
+        return f'unknown tool "{name}".{hint} Tools you can call: {available}.{example}'
+
     def openai_schemas(self) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in self.tools.values()]
 
@@ -80,8 +107,7 @@ class ToolRegistry:
         """Run one call. Never raises for anything the model did wrong."""
         t = self.tools.get(call.name)
         if t is None:
-            available = ", ".join(sorted(self.tools)) or "none"
-            return self._error(f'unknown tool "{call.name}". Available tools: {available}.')
+            return self._error(self.unknown_tool(call.name, context))
         raw = call.arguments.strip() or "{}"
         try:
             args = valid_values(json.loads(raw))

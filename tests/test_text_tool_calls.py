@@ -1,0 +1,156 @@
+"""Tool calls that local models write as text run as tool calls, through the real OpenAI SDK over a mock
+transport, as llama.cpp's and Ollama's OpenAI-compatible servers send them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mock_api import MockAPI, oa_delta, oa_sse, oa_text_reply, oa_usage, sse_response
+
+from agentos.agent.agent import Agent
+from agentos.agent.state import AgentSettings
+from agentos.agent.text_calls import CallWatch, parse_text_calls
+from agentos.providers.openai_provider import OpenAIProvider
+from agentos.providers.retry import RetryPolicy
+
+pytestmark = pytest.mark.usefixtures("allow_real_providers")
+
+APPEND = {"name": "core_memory_append", "arguments": {"label": "human", "content": "Ada loves hiking."}}
+FORMS = {
+    "fenced": "```json\n" + json.dumps(APPEND) + "\n```",
+    "bare": json.dumps(APPEND),
+    "parameters": json.dumps({"name": "core_memory_append", "parameters": APPEND["arguments"]}),
+    "tagged": "<tool_call>\n" + json.dumps(APPEND) + "\n</tool_call>",
+    "list": json.dumps([APPEND]),
+    "lead-in": "I'll remember that.\n```json\n" + json.dumps(APPEND) + "\n```",
+    "function": json.dumps({"type": "function", "function": {"name": "core_memory_append",
+                                                              "arguments": json.dumps(APPEND["arguments"])}}),
+}
+
+
+def _reply(text: str, pieces: int) -> bytes:
+    """A streamed reply of `text` in `pieces` deltas (1: the whole text in one chunk, as some servers do)."""
+    size = max(1, -(-len(text) // pieces))
+    chunks = [oa_delta({"role": "assistant", "content": ""})]
+    chunks += [oa_delta({"content": text[i:i + size]}) for i in range(0, len(text), size)]
+    return oa_sse(*chunks, oa_delta({}, "stop"), oa_usage(300, 20))
+
+
+def _agent(api: MockAPI, family: str = "llamacpp", **settings: object) -> Agent:
+    provider = OpenAIProvider("qwen2.5-0.5b", family=family, base_url="http://mock/v1", api_key="sk-test",
+                              http_client=api.client(), retry=RetryPolicy(max_retries=0, sleep=lambda s: None))
+    return Agent.create("ada", provider=provider, settings=AgentSettings(**settings))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("pieces", [1, 7])
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_tool_call_written_as_text_runs_and_the_block_changes(form: str, pieces: int) -> None:
+    api = MockAPI(sse_response(_reply(FORMS[form], pieces)), sse_response(oa_text_reply("Noted, Ada!")))
+    agent = _agent(api)
+    events = list(agent.turn("I love hiking"))
+    shown = "".join(e.text for e in events if e.type == "text_delta")
+    assert agent.block("human").value.endswith("Ada loves hiking.")
+    [started] = [e for e in events if e.type == "tool_call_started"]
+    assert started.name == "core_memory_append"
+    assert "core_memory_append" not in shown and "```" not in shown  # seen as a tool call, not as a reply
+    assert shown.endswith("Noted, Ada!") and events[-1].type == "turn_finished"
+    sent = api.body(1)["messages"]  # the next request carries it as a native call and its result
+    assert sent[-2]["tool_calls"][0]["function"]["name"] == "core_memory_append"
+    assert sent[-1]["role"] == "tool" and "Appended" in sent[-1]["content"]
+
+
+def test_a_json_example_inside_an_ordinary_answer_does_not_run() -> None:
+    answer = ("To store a fact the agent may call a tool. A call looks like this:\n\n```json\n"
+              + json.dumps(APPEND) + "\n```\n\nThat is all there is to it, and it only runs when the model sends it.")
+    api = MockAPI(sse_response(_reply(answer, 5)))
+    agent = _agent(api)
+    events = list(agent.turn("how do tool calls look?"))
+    assert "".join(e.text for e in events if e.type == "text_delta") == answer  # shown whole, nothing held back
+    assert not [e for e in events if e.type == "tool_call_started"]
+    assert agent.block("human").value == "Nothing is known about the user yet."
+
+
+def test_a_block_named_as_a_tool_gets_a_hint_with_the_right_calls() -> None:
+    near_miss = json.dumps({"name": "human", "content": "Ada"})
+    api = MockAPI(sse_response(_reply(near_miss, 3)), sse_response(oa_text_reply("ok")))
+    agent = _agent(api)
+    events = list(agent.turn("my name is Ada"))
+    [finished] = [e for e in events if e.type == "tool_call_finished"]
+    assert finished.is_error
+    assert finished.result == (
+        'Error: "human" is a memory block, not a tool. To change it, call: {"name": "core_memory_append", '
+        '"arguments": {"label": "human", "content": "..."}} or {"name": "core_memory_replace", "arguments": '
+        '{"label": "human", "old_content": "...", "new_content": "..."}}. Tools you can call: archival_insert, '
+        "archival_search, conversation_search, core_memory_append, core_memory_replace.")
+
+
+def test_an_unknown_tool_with_arguments_gets_the_tool_names_and_an_example() -> None:
+    api = MockAPI(sse_response(_reply(json.dumps({"name": "remember", "arguments": {"fact": "x"}}), 1)),
+                  sse_response(oa_text_reply("ok")))
+    events = list(_agent(api).turn("remember x"))
+    [finished] = [e for e in events if e.type == "tool_call_finished"]
+    assert finished.result.startswith('Error: unknown tool "remember". Tools you can call: archival_insert, ')
+    assert 'for example: {"name": "archival_insert", "arguments": {"content": "..."}}' in finished.result
+
+
+def test_schema_leftovers_in_the_arguments_are_dropped() -> None:
+    call = {"name": "conversation_search", "arguments": {"query": "hiking", "required": ["query"]}}
+    found = parse_text_calls(json.dumps(call), offered={"conversation_search"})
+    assert found is not None and json.loads(found.calls[0].arguments) == {"query": "hiking"}
+
+
+def test_text_calls_are_off_for_openai_unless_the_agent_says_so() -> None:
+    api = MockAPI(sse_response(_reply(FORMS["bare"], 2)))
+    agent = _agent(api, family="openai")
+    events = list(agent.turn("I love hiking"))
+    assert "".join(e.text for e in events if e.type == "text_delta") == FORMS["bare"]
+    assert agent.block("human").value == "Nothing is known about the user yet."
+    api.add(sse_response(_reply(FORMS["bare"], 2)), sse_response(oa_text_reply("ok")))
+    agent.update_settings(text_tool_calls=True)
+    list(agent.turn("I love hiking"))
+    assert agent.block("human").value.endswith("Ada loves hiking.")
+
+
+def test_the_watch_streams_ordinary_text_at_once_and_holds_only_a_possible_call() -> None:
+    watch = CallWatch(True)
+    shown = [watch.feed(piece) for piece in ["Hello there, ", "this is an ordinary ", "answer."]]
+    assert "".join(shown).startswith("Hello there, this is")  # only a few characters are held, never the reply
+    assert "".join(shown) + watch.finish({"x"}, ())[1] == "Hello there, this is an ordinary answer."
+    held = CallWatch(True)
+    assert held.feed("Sure: {") == "Sure: " and held.feed('"name": "x", "arguments": {}}') == ""
+    found, rest = held.finish({"x"}, ())
+    assert found is not None and found.calls[0].name == "x" and found.lead_in == "Sure:" and rest == ""
+
+
+def test_a_server_killed_mid_reply_keeps_the_partial_reply_and_the_conversation_well_formed() -> None:
+    import httpx2
+    from mock_api import ChunkStream, oa_event
+
+    cut = ChunkStream([oa_event(oa_delta({"role": "assistant", "content": "Hiking is "})),
+                       oa_event(oa_delta({"content": "a fine"}))],
+                      then=httpx2.RemoteProtocolError("peer closed connection (incomplete chunked read)"))
+    api = MockAPI(sse_response(cut), sse_response(oa_text_reply("Yes, go on.")))
+    agent = _agent(api)
+    events = list(agent.turn("tell me about hiking"))
+    [incomplete] = [e for e in events if e.type == "reply_incomplete"]
+    assert incomplete.reason == "disconnected" and "the reply was cut off" in incomplete.detail
+    assert events[-1].type == "turn_failed"
+    assert "".join(e.text for e in events if e.type == "text_delta") == "Hiking is a fine"
+    assert [(m.role, m.content) for m in agent.context] == [("user", "tell me about hiking"),
+                                                           ("assistant", "Hiking is a fine")]
+    list(agent.turn("go on"))
+    sent = api.body(1)["messages"]
+    assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user"]  # not joined to the orphaned question
+    reloaded = Agent.load("ada", provider=agent.provider, read_only=True)
+    assert [m.content for m in reloaded.context][:2] == ["tell me about hiking", "Hiking is a fine"]
+
+
+def test_local_servers_get_an_output_cap_by_default_and_an_agent_can_set_its_own() -> None:
+    api = MockAPI(sse_response(oa_text_reply("hi")), sse_response(oa_text_reply("hi")))
+    agent = _agent(api, context_window=4096)
+    list(agent.turn("hello"))
+    assert api.body(0)["max_tokens"] == 1024  # a quarter of the 4,096-token window
+    agent.update_settings(max_output_tokens=300)
+    list(agent.turn("hello again"))
+    assert api.body(1)["max_tokens"] == 300
