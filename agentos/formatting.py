@@ -53,7 +53,8 @@ def describe_agent(agent: Agent) -> str:
     created = s.snapshot().created_at.astimezone()
     lines = [f"Agent {s.name}  model {s.model}  window {agent.window:,} tokens ({agent.window_source})  "
              f"created {created:%Y-%m-%d %H:%M}",
-             f"{len(s.context)} messages in context; {s.compactions} compactions so far",
+             f"{len(s.context)} messages in context, {s.message_count} in recall memory; {s.compactions} "
+             f"compactions so far",
              *agent.tiers.metadata(MemoryStats(s.message_count, s.hidden_count)),
              f"Tools: {', '.join(t.name for t in agent.tools)}"]
     return "\n".join(lines)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime
 
 import pytest
 
@@ -63,19 +65,22 @@ def test_edit_records_are_persisted_with_their_tool_call() -> None:
     assert agent.state.last_memory_edit_at == edits[0].at
 
 
-def test_static_prompt_is_byte_identical_and_metadata_is_fresh() -> None:
+def test_static_prompt_is_byte_identical_and_metadata_changes_only_with_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentos.agent.agent as agent_module
+
+    clock = iter(datetime(2026, 12, 1, 18, minute, tzinfo=UTC) for minute in range(10, 60))
+    monkeypatch.setattr(agent_module, "utc_now", lambda: next(clock))  # calls minutes apart, within one hour
     agent, provider = make([Step(tool_calls=[("core_memory_append", {"label": "human", "content": "x"})]), "a", "b"])
     list(agent.turn("one"))
     list(agent.turn("two"))
     statics = {r.system_static for r in provider.requests}
     assert len(statics) == 1
-    assert "Messages in recall memory: 1\n" in provider.requests[0].system_dynamic
-    assert "Last memory edit: never" in provider.requests[0].system_dynamic
-    # second call: user + assistant(tool call) + tool result already in recall
-    assert "Messages in recall memory: 3\n" in provider.requests[1].system_dynamic
-    assert "Last memory edit: never" not in provider.requests[1].system_dynamic
-    # the second turn starts after 4 messages and its own user message
-    assert "Messages in recall memory: 5\n" in provider.requests[2].system_dynamic
+    first, after_edit, next_turn = (r.system_dynamic for r in provider.requests)
+    assert "Last memory edit: never" in first and "Last memory edit: never" not in after_edit
+    assert "Recall memory: all of this conversation is still in your context.\n" in first
+    assert re.search(r"Current time: 2026-12-0[12] \d\d:00 ", first)  # to the hour (in the machine's time zone)
+    assert next_turn == after_edit  # an ordinary turn changes nothing before the conversation: caches reuse it
     assert provider.requests[0].system.index("<memory_blocks>") > provider.requests[0].system.index("Never mention")
 
 

@@ -47,7 +47,7 @@ def test_new_list_show_delete(capsys: pytest.CaptureFixture, tmp_path: Path) -> 
     shown = capsys.readouterr().out
     assert "[persona] 18/5000 chars\n  I am a ship's cat." in shown
     assert "[human] 9/5000 chars\n  Name: Ada" in shown
-    assert "0 messages in context" in shown and "Messages in recall memory: 0" in shown
+    assert "0 messages in context, 0 in recall memory" in shown
     assert main(["delete", "tom", "--yes"]) == 0
     assert main(["list"]) == 0
     assert "No agents yet" in capsys.readouterr().out

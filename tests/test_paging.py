@@ -90,7 +90,8 @@ def test_eviction_keeps_the_context_under_the_window_and_the_history_in_recall()
     hidden = agent.state.message_count - len(agent.context)
     assert hidden > 0
     request = agent.build_request()
-    assert f"({hidden} older ones are out of your context)" in request.system_dynamic
+    assert f"Recall memory: {hidden:,} older messages are out of your context; find them with conversation_search." \
+        in request.system_dynamic
     # the summary sits right after the system prompt
     first = request.messages[0]
     assert first.role == "user" and agent.state.summary in first.content and f"{hidden} older messages" in first.content

@@ -70,7 +70,7 @@ def test_resume_in_a_fresh_process_has_the_same_blocks_context_and_counts(agento
     assert result["reply"] == "Welcome back, Ada."
     assert result["seen"][:-1] == [m["content"] for m in expected["context"]]
     assert "Name: Ada" in result["system"]
-    assert "Messages in recall memory: 7" in result["system"]
+    assert "Recall memory: all of this conversation is still in your context." in result["system"]
 
     # and this process sees what the other one did
     again = Agent.load("sam", provider=ScriptedProvider([]))

@@ -21,7 +21,8 @@ def test_order_static_then_blocks_then_metadata() -> None:
     assert prompt.startswith(static)
     assert prompt.index("<persona") < prompt.index("<human") < prompt.index("<goals") < prompt.index("<memory_metadata>")
     assert '<goals chars="7" limit="50">\n<description>What we aim for.</description>\n<value>\nship it\n</value>' in prompt
-    assert "Messages in recall memory: 0" in prompt and "Passages in archival memory: 0" in prompt
+    assert "Recall memory: all of this conversation is still in your context." in prompt
+    assert "Passages in archival memory: 0" in prompt
 
 
 def test_user_prompt_directory_overrides_templates(tmp_path: Path) -> None:

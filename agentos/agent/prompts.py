@@ -45,6 +45,12 @@ def _format_time(value: datetime | None) -> str | None:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z") if value else None
 
 
+def _format_hour(value: datetime) -> str:
+    """The time to the hour: precise enough to know the part of the day, and the same for every call within an
+    hour, so the prompt before the conversation stays byte-identical and servers' prefix caches reuse it."""
+    return value.astimezone().strftime("%Y-%m-%d %H:00 %Z (%A)")
+
+
 class PromptRenderer:
     """Renders one agent's prompts; a user's prompt directory overrides any built-in template."""
 
@@ -71,7 +77,7 @@ class PromptRenderer:
         """Memory blocks, then metadata (with each memory tier's lines): the parts of the system prompt that change."""
         parts = [
             self.render("memory_blocks.j2", blocks=list(blocks)),
-            self.render("metadata.j2", now=_format_time(now), last_edit=_format_time(last_edit),
+            self.render("metadata.j2", now=_format_hour(now), last_edit=_format_time(last_edit),
                         tier_lines=list(tier_lines)),
         ]
         return "\n\n".join(parts)

@@ -90,8 +90,12 @@ class RecallTier(Tier):
         return [conversation_search]
 
     def metadata(self, stats: MemoryStats) -> list[str]:
-        hidden = f" ({stats.hidden_count} older ones are out of your context)" if stats.hidden_count else ""
-        return [f"Messages in recall memory: {stats.message_count}{hidden}"]
+        # Only what changes at an eviction, never every turn: a count per message would change the system
+        # prompt on every call and defeat the servers' prefix caches.
+        if not stats.hidden_count:
+            return ["Recall memory: all of this conversation is still in your context."]
+        return [f"Recall memory: {stats.hidden_count:,} older messages are out of your context; find them with "
+                f"conversation_search."]
 
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         """Vectors of the step's searchable messages; an embedder failure defers them, never fails the step."""
