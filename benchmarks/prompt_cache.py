@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def run(turns: int) -> None:
     import agentos.agent.agent as agent_module
     from agentos import Agent
 
-    start = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+    start = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     calls = iter(range(10_000))
     agent_module.utc_now = lambda: start + timedelta(seconds=40 * next(calls))  # type: ignore[attr-defined]
     server = ThreadingHTTPServer(("127.0.0.1", 0), PrefixCacheServer)

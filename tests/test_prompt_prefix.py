@@ -4,7 +4,7 @@ llama.cpp, vLLM and OpenAI reuse everything before them."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from mock_api import MockAPI, oa_text_reply, sse_response
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("allow_real_providers")
 
 def test_consecutive_ordinary_turns_share_the_request_prefix_up_to_the_new_messages(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = iter(datetime(2026, 12, 1, 9, minute, tzinfo=timezone.utc) for minute in range(0, 60, 7))
+    clock = iter(datetime(2026, 12, 1, 9, minute, tzinfo=UTC) for minute in range(0, 60, 7))
     monkeypatch.setattr(agent_module, "utc_now", lambda: next(clock))
     api = MockAPI(*(sse_response(oa_text_reply(f"reply {i}")) for i in range(3)))
     provider = OpenAIProvider("qwen2.5-7b", family="llamacpp", base_url="http://mock/v1", api_key=None,

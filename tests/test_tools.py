@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentos.blocks import Block
-from agentos.errors import ToolDefinitionError, ToolError
+from agentos.errors import MemoryEditError, ToolDefinitionError, ToolError
 from agentos.messages import ToolCall
-from agentos.errors import MemoryEditError
 from agentos.tools import ToolContext, ToolRegistry, tool
 
 

@@ -22,16 +22,17 @@ from agentos.agent.prompts import PromptRenderer
 from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.agent.turn_state import Compaction, TurnState
 from agentos.blocks import Block, CoreMemory, MemoryEdit
+from agentos.config import configured_window
 from agentos.errors import (
     AgentDeletedError,
     AgentNotFoundError,
     AgentOSError,
     ConfigError,
     DamageWarning,
-    WindowWarning,
     LeaseLostError,
     MemoryEditError,
     ReadOnlyAgentError,
+    WindowWarning,
 )
 from agentos.events import Event, MessagesEvicted, Notice, StepSaved
 from agentos.memory.embedders import resolve_embedder
@@ -39,7 +40,6 @@ from agentos.memory.tier import MemoryStats, Progress
 from agentos.memory.tiers import Tiers, delete_tiers
 from agentos.messages import Message, Usage, utc_now
 from agentos.providers.base import ModelRequest, Provider
-from agentos.config import configured_window
 from agentos.providers.models import LOCAL_FAMILIES, context_window_for
 from agentos.storage import Store
 from agentos.storage.lease import Lease

@@ -88,8 +88,8 @@ def parse_text_calls(text: str, offered: Collection[str], labels: Collection[str
     if not segments:  # a lead-in, then a bare object or list as the rest of the reply
         starts = [i for i in (stripped.find("{"), stripped.find("[")) if 0 <= i <= LEAD_IN_CHARS]
         rest = _loads(stripped[min(starts):]) if starts else None
-        calls = _calls_in(rest, offered, labels) if rest is not None else None
-        return TextCalls(calls, stripped[: min(starts)].strip()) if calls else None
+        bare = _calls_in(rest, offered, labels) if rest is not None else None
+        return TextCalls(bare, stripped[: min(starts)].strip()) if bare else None
     lead_in = stripped[: segments[0].start()].strip()
     between = [stripped[a.end(): b.start()] for a, b in zip(segments, segments[1:])] + [stripped[segments[-1].end():]]
     if len(lead_in) > LEAD_IN_CHARS or any(part.strip() for part in between):
@@ -111,7 +111,7 @@ def may_become_call(text: str) -> bool:
     positions = [stripped.find(o) for o in OPENERS if o in stripped]
     if positions:
         return min(positions) <= LEAD_IN_CHARS
-    return len(stripped) <= LEAD_IN_CHARS and not ("\n\n" in stripped)
+    return len(stripped) <= LEAD_IN_CHARS and "\n\n" not in stripped
 
 
 class CallWatch:

@@ -37,9 +37,9 @@ def resolve_model(spec: str, *, context_window: int | None = None, **options: An
         return AnthropicProvider(parsed.model, base_url=parsed.base_url, context_window=context_window, **options)
     from agentos.providers.openai_provider import OpenAIProvider
 
-    provider = OpenAIProvider(
+    compatible = OpenAIProvider(
         parsed.model, family=parsed.family, base_url=parsed.base_url, context_window=context_window, **options
     )
     if parsed.family in LOCAL_FAMILIES:
-        provider.learn_served_window(context_window)
-    return provider
+        compatible.learn_served_window(context_window)
+    return compatible

@@ -54,7 +54,7 @@ def from_models_list(body: Any, model: str) -> int | None:
         return None
     named = [e for e in entries if isinstance(e, dict) and e.get("id") == model]
     for entry in named or [e for e in entries if isinstance(e, dict)][:1]:
-        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        meta: dict[str, Any] = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
         for value in (entry.get("max_model_len"), meta.get("n_ctx"), entry.get("loaded_context_length"),
                       entry.get("max_context_length")):
             if _positive(value):
@@ -67,7 +67,7 @@ def from_ollama_show(body: Any) -> tuple[int | None, int | None]:
     if not isinstance(body, dict):
         return None, None
     match = re.search(r"^\s*num_ctx\s+(\d+)", str(body.get("parameters") or ""), re.MULTILINE)
-    info = body.get("model_info") if isinstance(body.get("model_info"), dict) else {}
+    info: dict[str, Any] = body["model_info"] if isinstance(body.get("model_info"), dict) else {}
     trained = next((_positive(v) for k, v in info.items() if k.endswith(".context_length")), None)
     return (_positive(match.group(1)) if match else None), trained
 
@@ -89,8 +89,8 @@ def discover(family: str, base_url: str, model: str, fetch: Fetch) -> ServedWind
         if trained:
             return ServedWindow(min(trained, OLLAMA_DEFAULT_CONTEXT), f"Ollama's default num_ctx ({OLLAMA_DEFAULT_CONTEXT:,}); "
                                 f"the model supports {trained:,}",
-                                f"Ollama cuts longer prompts silently. To serve more, set OLLAMA_CONTEXT_LENGTH for "
-                                f"`ollama serve`, or PARAMETER num_ctx in a Modelfile, then set the agent's window")
+                                "Ollama cuts longer prompts silently. To serve more, set OLLAMA_CONTEXT_LENGTH for "
+                                "`ollama serve`, or PARAMETER num_ctx in a Modelfile, then set the agent's window")
         return None
     if family == "llamacpp":
         tokens = from_llamacpp_props(ask("GET", f"{root}/props"))
