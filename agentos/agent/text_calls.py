@@ -82,8 +82,8 @@ def parse_text_calls(text: str, offered: Collection[str], labels: Collection[str
         return None
     whole = _loads(stripped) if stripped[0] in "{[" else None
     if whole is not None:
-        calls = _calls_in(whole, offered, labels)
-        return TextCalls(calls, "") if calls else None
+        entire = _calls_in(whole, offered, labels)
+        return TextCalls(entire, "") if entire else None
     segments = list(_SEGMENT.finditer(stripped))
     if not segments:  # a lead-in, then a bare object or list as the rest of the reply
         starts = [i for i in (stripped.find("{"), stripped.find("[")) if 0 <= i <= LEAD_IN_CHARS]
