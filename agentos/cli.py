@@ -30,6 +30,12 @@ def cmd_new(args: argparse.Namespace) -> int:
     from agentos.memory.embedders import resolve_embedder
 
     embedder = resolve_embedder(args.embedder).name  # a bad spec is an error before anything is created
+    if args.model:
+        from agentos.providers.local_servers import check_model
+
+        note = check_model(args.model)  # an Ollama model that is not pulled: an error saying how to pull it
+        if note:
+            print(f"warning: {note}", file=sys.stderr)
     prompt_dir = str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None
     settings = AgentSettings(prompt_dir=prompt_dir, embedder=args.embedder or "none", context_window=args.window,
                              max_output_tokens=args.max_output)
@@ -138,6 +144,26 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from agentos.providers.local_servers import offers
+
+    found = offers(args.base_url, args.family)
+    for server in found:
+        where = f"{server.family} at {server.base_url}"
+        if server.error:
+            print(f"{where}: not reachable ({server.error})")
+            continue
+        print(f"{where}: {len(server.models)} model(s)" + (":" if server.models else ""))
+        for model in server.models:
+            print(f"  {server.spec(model)}")
+    if not any(s.models for s in found):
+        print("No local server offers a model. Start one (ollama serve, llama-server -m MODEL.gguf --port 8080), "
+              "or give its address with --base-url http://HOST:PORT/v1.")
+        return 1
+    print("Use one with: agentos new NAME --model SPEC")
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from agentos.agent.agent import open_store
     from agentos.storage.doctor import examine, repair
@@ -203,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--force", action="store_true", help="delete even while another process has the agent open")
+    p = add("models", cmd_models, "list the models local servers offer (Ollama, llama.cpp, LM Studio, vLLM)")
+    p.add_argument("--base-url", help="ask only the server at this address, e.g. http://127.0.0.1:8080/v1")
+    p.add_argument("--family", choices=["ollama", "llamacpp", "lmstudio", "vllm", "openai-compatible"],
+                   help="which kind of server it is (default: try each at its usual address)")
+
     p = add("doctor", cmd_doctor, "check the store for damaged files; --repair rebuilds what can be read")
     p.add_argument("name", nargs="?", help="only this agent's tables (and the shared ones)")
     p.add_argument("--repair", action="store_true",

@@ -1,0 +1,83 @@
+"""Local model servers as a user meets them: what each offers (`agentos models`), and whether a model exists
+before an agent is made for it (`agentos new --model ollama/...`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentos.errors import ConfigError
+from agentos.providers.models import LOCAL_FAMILIES, SERVERS, parse_spec
+from agentos.providers.served_window import server_root
+
+PROBE_TIMEOUT_S = 1.5
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What one server answered: its models, or why it could not be asked."""
+
+    family: str
+    base_url: str
+    models: list[str]
+    error: str | None = None
+
+    def spec(self, model: str) -> str:
+        """The model spec that reaches `model` on this server (with @URL when it is not the family's default)."""
+        default = SERVERS[self.family].base_url
+        return f"{self.family}/{model}" + ("" if self.base_url == default else f"@{self.base_url}")
+
+
+def _get(url: str) -> Any:
+    import httpx2
+
+    response = httpx2.get(url, timeout=PROBE_TIMEOUT_S)
+    response.raise_for_status()
+    return response.json()
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return "nothing is listening there" if "refused" in text.lower() else text.splitlines()[0][:160]
+
+
+def offer(family: str, base_url: str) -> Offer:
+    """Ask one server which models it offers (Ollama: /api/tags; others: the OpenAI-compatible /v1/models)."""
+    base_url = base_url.rstrip("/")
+    try:
+        if family == "ollama":
+            names = [m.get("name") or m.get("model") for m in _get(f"{server_root(base_url)}/api/tags").get("models", [])]
+        else:
+            names = [m.get("id") for m in _get(f"{base_url}/models").get("data", [])]
+    except Exception as exc:  # noqa: BLE001 - a server that is down or says nothing useful: report why
+        return Offer(family, base_url, [], _reason(exc))
+    return Offer(family, base_url, sorted(n for n in names if isinstance(n, str)))
+
+
+def offers(base_url: str | None = None, family: str | None = None) -> list[Offer]:
+    """What the local servers at their default addresses offer, or the one at `base_url`."""
+    if base_url:
+        return [offer(family or "openai-compatible", base_url)]
+    families = [family] if family else [f for f in sorted(LOCAL_FAMILIES) if SERVERS[f].base_url]
+    return [offer(f, SERVERS[f].base_url or "") for f in families]
+
+
+def check_model(spec: str) -> str | None:
+    """For an Ollama spec: an error when the server has no such model (saying how to pull it), None when it has
+    it; a warning text when the server cannot be asked. Other specs: None."""
+    from agentos.config import configured_base_url
+
+    parsed = parse_spec(spec)
+    if parsed.family != "ollama":
+        return None
+    base_url = parsed.base_url or configured_base_url("ollama") or SERVERS["ollama"].base_url or ""
+    found = offer("ollama", base_url)
+    if found.error:
+        return (f"could not ask Ollama at {server_root(base_url)} whether it has {parsed.model!r} ({found.error}); "
+                f"start it with: ollama serve")
+    wanted = parsed.model if ":" in parsed.model else f"{parsed.model}:latest"
+    if parsed.model not in found.models and wanted not in found.models:
+        have = ", ".join(found.models) or "none yet"
+        raise ConfigError(f'Ollama at {server_root(base_url)} has no model "{parsed.model}". Pull it first with: '
+                          f"ollama pull {parsed.model}   (models it has: {have})")
+    return None

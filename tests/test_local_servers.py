@@ -1,0 +1,67 @@
+"""`agentos models` lists what a local server offers, and `agentos new --model ollama/...` checks the model is
+pulled; both against a local stand-in server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from agentos.cli import main
+
+ROUTES: dict[str, Any] = {
+    "/v1/models": {"object": "list", "data": [{"id": "qwen2.5-coder-0.5b", "object": "model",
+                                               "meta": {"n_ctx": 2048}}]},
+    "/api/tags": {"models": [{"name": "qwen2.5:0.5b", "model": "qwen2.5:0.5b"}, {"name": "llama3.1:latest"}]},
+}
+
+
+class StandIn(BaseHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server name
+        body = ROUTES.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(json.dumps(body or {"error": "not found"}).encode())
+
+    do_POST = do_GET
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+
+
+def test_models_lists_what_a_server_offers_as_ready_specs(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "--base-url", f"{server}/v1", "--family", "llamacpp"]) == 0
+    out = capsys.readouterr().out
+    assert f"llamacpp at {server}/v1: 1 model(s):\n  llamacpp/qwen2.5-coder-0.5b@{server}/v1\n" in out
+    assert out.endswith("Use one with: agentos new NAME --model SPEC\n")
+
+
+def test_models_says_what_to_do_when_nothing_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "--base-url", "http://127.0.0.1:9/v1"]) == 1
+    out = capsys.readouterr().out
+    assert "openai-compatible at http://127.0.0.1:9/v1: not reachable (nothing is listening there)" in out
+    assert "No local server offers a model. Start one (ollama serve" in out
+
+
+def test_new_with_an_ollama_model_that_is_not_pulled_says_how_to_pull_it(
+        server: str, capsys: pytest.CaptureFixture[str], allow_real_providers: None) -> None:
+    assert main(["new", "sam", "--model", f"ollama/mistral@{server}/v1"]) == 1
+    err = capsys.readouterr().err
+    assert f'error: Ollama at {server} has no model "mistral". Pull it first with: ollama pull mistral   ' \
+           f"(models it has: llama3.1:latest, qwen2.5:0.5b)" in err
+    assert main(["list"]) == 0 and "sam" not in capsys.readouterr().out  # nothing was created
+    assert main(["new", "sam", "--model", f"ollama/llama3.1@{server}/v1"]) == 0  # :latest is implied
+    assert 'Created agent "sam"' in capsys.readouterr().out
