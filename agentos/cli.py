@@ -71,12 +71,33 @@ def cmd_show(args: argparse.Namespace) -> int:
     from agentos.formatting import describe_agent, format_blocks, format_context
 
     agent = Agent.load(args.name, read_only=True)
+    served = _local_provider(agent)
+    if served is not None:  # a local server: show the window it serves, asked of it
+        agent = Agent.load(args.name, read_only=True, provider=served)
     print(describe_agent(agent))
     print()
     print(format_blocks(agent.blocks))
     print()
     print(format_context(agent.context_breakdown()))
     return 0
+
+
+def _local_provider(agent: Any) -> Any:
+    """The provider of an agent served by a local server (which is asked its window), or None: not local, or
+    the server cannot be reached."""
+    from agentos.agent.agent import provider_options
+    from agentos.config import configured_window
+    from agentos.providers.models import LOCAL_FAMILIES, parse_spec
+    from agentos.providers.registry import resolve_model
+
+    try:
+        if parse_spec(agent.model).family not in LOCAL_FAMILIES:
+            return None
+        settings = agent.settings
+        return resolve_model(agent.model, context_window=settings.context_window or configured_window(agent.model),
+                             **provider_options(settings))
+    except AgentOSError:
+        return None
 
 
 def cmd_compact(args: argparse.Namespace) -> int:

@@ -65,3 +65,15 @@ def test_new_with_an_ollama_model_that_is_not_pulled_says_how_to_pull_it(
     assert main(["list"]) == 0 and "sam" not in capsys.readouterr().out  # nothing was created
     assert main(["new", "sam", "--model", f"ollama/llama3.1@{server}/v1"]) == 0  # :latest is implied
     assert 'Created agent "sam"' in capsys.readouterr().out
+
+
+def test_show_gives_the_window_the_local_server_serves_and_where_that_figure_came_from(
+        server: str, capsys: pytest.CaptureFixture[str], allow_real_providers: None) -> None:
+    ROUTES["/props"] = {"default_generation_settings": {"n_ctx": 2048}}
+    try:
+        assert main(["new", "sam", "--model", f"llamacpp/qwen@{server}/v1"]) == 0
+        capsys.readouterr()
+        assert main(["show", "sam"]) == 0
+        assert "window 2,048 tokens (served by llama.cpp (/props n_ctx))" in capsys.readouterr().out
+    finally:
+        del ROUTES["/props"]
