@@ -155,8 +155,9 @@ def test_a_state_rolled_back_by_lost_manifests_is_refused_for_writing_and_restor
         _load("kim", agentos_home, read_only=True)
     with pytest.raises(DamagedStoreError) as refused:
         _load("kim", agentos_home)
-    assert str(refused.value).startswith(f"agent \"kim\" cannot be opened for writing: the newest 2 version(s) of table "
-                                         f"'{state_table_name(ids['kim'])}' (its state) are missing, though their data is still on disk")
+    assert str(refused.value).startswith(f"agent \"kim\": the newest 2 version(s) of table "
+                                         f"'{state_table_name(ids['kim'])}' (its state) are missing, though their data "
+                                         f"is still on disk, so it cannot be opened for writing: a write now would")
     agent_module._stores.clear()
     assert main(["doctor", "kim", "--repair"]) == 0
     assert "  recovered: the agent's state at revision 5 (the table's newest version showed 4)" in \
@@ -208,3 +209,30 @@ def test_a_lost_newest_version_of_the_agent_directory_is_named_and_restored(
     agent_module._stores.clear()
     kim = _load("kim", agentos_home)
     assert [m.content for m in kim.context][-2:] == ["kim message 4", "reply 4"] and kim.warnings == []
+
+
+def test_a_repair_scoped_to_one_agent_keeps_what_the_others_can_recover(
+        agentos_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _home(agentos_home)
+    _newest(agentos_home / "db" / "messages.lance" / "_versions", ".manifest").unlink()  # kim's last step
+    with pytest.raises(DamagedStoreError, match=r"cannot write to table 'messages': its newest 1 version\(s\) are "
+                                                r"missing"):
+        Agent.delete("kim", store=Store(agentos_home / "db"), force=True)  # no writer commits over the loss
+    agent_module._stores.clear()
+    assert main(["doctor", "sam", "--repair"]) == 0  # the shared table is judged against every agent's state
+    assert "  recovered: 2 saved message(s)" in capsys.readouterr().out
+    agent_module._stores.clear()
+    kim = _load("kim", agentos_home)
+    assert kim.warnings == [] and [m.content for m in kim.context][-2:] == ["kim message 4", "reply 4"]
+
+
+def test_a_table_folder_with_data_but_no_manifest_is_never_removed(agentos_home: Path) -> None:
+    from agentos.errors import StorageError
+
+    _home(agentos_home)
+    folder = agentos_home / "db" / "messages.lance"
+    for manifest in (folder / "_versions").glob("*.manifest"):
+        manifest.unlink()
+    with pytest.raises(StorageError):
+        _load("sam", agentos_home)
+    assert any((folder / "data").iterdir())  # the rows are still there for a backup or doctor to read

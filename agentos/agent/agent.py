@@ -250,6 +250,7 @@ class Agent:
         try:
             state = AgentState.model_validate_json(row.state)
             state.rev = row.rev
+            store.damage.clear()  # what this load's reads find, not what earlier ones did
             messages = store.get_messages(state.id, state.in_context_ids)
             if provider is None and with_model and not read_only:
                 provider = resolve_model(state.model,

@@ -286,6 +286,7 @@ class ArchivalTier(Tier):
         self.ctx.check_writable("delete archival passages")
         where = f"id = {quote(passage_id)}"
         with storage_errors("delete an archival passage"):
+            self.ctx.db.check_writable(self.table_name)
             if not self.table.count_rows(where):
                 return False
             stored = self.count()

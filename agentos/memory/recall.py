@@ -117,6 +117,7 @@ class RecallTier(Tier):
         if table is None:
             return
         with storage_errors("repair recall vectors"):
+            self.ctx.db.check_writable(vectors_table_name(self.agent_id))
             table.checkout_latest()
             for start in range(0, len(message_ids), 500):
                 ids = ", ".join(quote(i) for i in message_ids[start : start + 500])

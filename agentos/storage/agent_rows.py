@@ -119,6 +119,7 @@ class AgentRows:
         """Rows the compare-and-set changed (0 when its filter no longer holds, or the agent was deleted)."""
         try:
             table = self._state_table(agent_id)
+            self.db.check_writable(state_table_name(agent_id))
             result = _retrying(action, lambda: table.update(where=where, values=values))
         except StorageError:
             if self.by_id(agent_id) is None:  # deleted meanwhile: its table is gone

@@ -139,6 +139,21 @@ class Wear:
     oldest_version_age_s: float
 
 
+LEFTOVER_AGE_S = 60.0  # an empty table folder this old is no other process's create in progress
+
+
+def _empty_leftover(folder: Path) -> bool:
+    """Whether a table folder holds nothing a commit made: no manifest and no data file."""
+    return not any(folder.glob("_versions/*.manifest")) and not any(folder.glob("data/*"))
+
+
+def _age_s(folder: Path) -> float:
+    try:
+        return time.time() - folder.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 class Database:
     """One LanceDB database (a local directory or any LanceDB URI) holding every agent."""
 
@@ -150,6 +165,8 @@ class Database:
         self._tables: dict[str, Any] = {}
         self._schemas: dict[str, pa.Schema] = {}  # of the open tables: asking a handle costs a round trip
         self._lock = threading.RLock()
+        self._failed_creates: set[str] = set()  # tables whose first commit failed in this process (a full disk)
+        self._checked: set[str] = set()  # tables found to have all their committed versions (`check_writable`)
         self.reads = Reads(self._connect_async)  # searches: the async API, on agentos's own loop
 
     @property
@@ -185,7 +202,6 @@ class Database:
             if name in self._tables:
                 return self._tables[name]
             expected = schema if schema is not None else TABLES[name]
-            conn = self.connection
             with storage_errors(f"open table {name!r} in {self.uri}"):
                 table = self._open_listed(name) if name in self._table_names(name) else None
                 if table is not None:
@@ -199,11 +215,19 @@ class Database:
                     if found < wanted:
                         table = self._migrate(name, table, found, expected)
                 else:
-                    table = conn.create_table(name, schema=expected, exist_ok=True)
+                    table = self._create_empty(name, expected)
                 ensure_indexes(table, indexes if indexes is not None else INDEXES.get(name, {}))
                 self._schemas[name] = table.schema
             self._tables[name] = table
             return table
+
+    def _create_empty(self, name: str, schema: pa.Schema) -> Any:
+        """Create an empty table, remembering a failed create (its folder is then this process's to remove)."""
+        try:
+            return self.connection.create_table(name, schema=schema, exist_ok=True)
+        except Exception:
+            self._failed_creates.add(name)
+            raise
 
     def recover(self, name: str) -> None:
         """Finish a replacement of `name` that a crash cut short (see `replace_table`); a writer does this."""
@@ -227,15 +251,18 @@ class Database:
 
     def _open_listed(self, name: str, *, remove_leftover: bool = True) -> Any | None:
         """Open a table the database lists; None when it is only the empty folder a create cut short left (a full
-        disk at its first commit), which is removed first when `remove_leftover` (a writer, about to create it)."""
+        disk at its first commit: no manifest, no data file). With `remove_leftover` (a writer about to create the
+        table) the folder is removed first, if this process's own create failed or it is old enough that no
+        other process can still be creating it."""
         try:
             return self.connection.open_table(name)
         except Exception as exc:
             folder = Path(self.uri) / f"{name}.lance"
-            if "://" in self.uri or "not found" not in str(exc).lower() or any(folder.glob("_versions/*.manifest")):
+            if "://" in self.uri or "not found" not in str(exc).lower() or not _empty_leftover(folder):
                 raise
-            if remove_leftover:
+            if remove_leftover and (name in self._failed_creates or _age_s(folder) > LEFTOVER_AGE_S):
                 shutil.rmtree(folder, ignore_errors=True)
+                self._failed_creates.discard(name)
             return None
 
     def _table_names(self, name: str) -> list[str]:
@@ -263,7 +290,11 @@ class Database:
             with storage_errors(f"create table {name!r}"):
                 if name in self._table_names(name) and self._open_listed(name) is not None:
                     return False
-                self._tables[name] = self.connection.create_table(name, pa.Table.from_pylist(rows, schema=schema))
+                try:
+                    self._tables[name] = self.connection.create_table(name, pa.Table.from_pylist(rows, schema=schema))
+                except Exception:
+                    self._failed_creates.add(name)
+                    raise
                 self._schemas[name] = schema
         return True
 
@@ -275,6 +306,7 @@ class Database:
     def drop(self, name: str) -> None:
         """Drop a table if it exists."""
         with self._lock:
+            self._checked.discard(name)
             self._tables.pop(name, None)
             self._schemas.pop(name, None)
             self.reads.forget(name)
@@ -317,9 +349,11 @@ class Database:
         with storage_errors(f"inspect {name!r}"):
             if name not in self.connection.list_tables().tables:
                 return None
-            handle = self._tables.get(name) or self._open_listed(name, remove_leftover=False)
+            handle = self._tables.get(name)
             if handle is None:
-                return None
+                handle = self._open_listed(name, remove_leftover=False)
+                if handle is None:
+                    return None
             handle.checkout_latest()
             small = int(handle.stats()["fragment_stats"]["num_small_fragments"])
             folder = Path(self.uri) / f"{name}.lance" / "_versions"
@@ -330,6 +364,22 @@ class Database:
                 stamps = [v["timestamp"].timestamp() for v in handle.list_versions()]
                 times, oldest = stamps, min(stamps, default=time.time())
             return Wear(small, len(times), max(0.0, time.time() - oldest))
+
+    def check_writable(self, name: str) -> None:
+        """Refuse to write table `name` while its newest committed versions are missing (their manifests lost):
+        a write would take their version numbers and leave their rows beyond recovery. Checked once per table
+        and process (a listing of a local table's manifests); object stores are not checked."""
+        if name in self._checked or "://" in self.uri:
+            return
+        from agentos.storage.versions import lost_versions
+
+        lost = lost_versions(str(Path(self.uri) / f"{name}.lance"))
+        if lost:
+            raise DamagedStoreError(
+                f"cannot write to table {name!r}: its newest {lost} version(s) are missing, though their data is "
+                f"still on disk, and a write now would leave them beyond recovery. Run `agentos doctor --repair` "
+                f"to restore them (reading keeps working).")
+        self._checked.add(name)
 
     def cached(self, name: str) -> bool:
         return name in self._tables
@@ -346,6 +396,7 @@ class Database:
         if isinstance(rows, list) and not rows:
             return
         table = self.table(name, rows.schema if isinstance(rows, pa.Table) else None)
+        self.check_writable(name)
         if isinstance(rows, pa.Table):
             data = rows
         else:

@@ -47,6 +47,7 @@ class Directory:
             if changed is None:
                 return False
             try:
+                self.db.check_writable("agents")
                 with storage_errors("update the agents directory"):
                     result = self.db.table("agents").update(
                         where=f"id = {quote(ROW_ID)} AND rev = {rev}", values={"rev": rev + 1, "names": json.dumps(changed)})

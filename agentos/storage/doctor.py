@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentos.errors import AgentBusyError, StorageError
+from agentos.errors import AgentBusyError, AgentOSError, StorageError
 from agentos.messages import utc_now
 from agentos.storage.db import SWAP_SUFFIX, replace_table
 from agentos.storage.salvage import TableScan, scan
@@ -60,6 +60,7 @@ class Checkup:
     missing: list[MissingMessages]
     repaired: bool = False
     backup: Path | None = None
+    notes: list[str] = field(default_factory=list)  # what a repair could not do
 
     @property
     def healthy(self) -> bool:
@@ -74,6 +75,7 @@ class Checkup:
             out.extend(f"  {'recovered' if self.repaired else 'can recover'}: {r}" for r in f.recovered)
             out.extend(f"  lost: {item}" for item in f.lost)
         out.extend(m.describe() for m in self.missing)
+        out.extend(self.notes)
         if self.repaired:
             out.append(f"Repaired. The damaged tables as they were are kept in {self.backup}.")
         elif any(f.rows is not None for f in self.findings):
@@ -95,12 +97,21 @@ def _orphans(scan_: TableScan) -> list[dict[str, Any]]:
     return scan_.orphans.to_pylist() if scan_.orphans is not None else []
 
 
-def _newest(scan_: TableScan, what: str, recovered: list[str]) -> list[dict[str, Any]]:
-    """A one-row table (the directory, an agent's state): the row of the highest revision any data file has."""
+def _newest(scan_: TableScan, what: str, recovered: list[str], lost: list[str]) -> list[dict[str, Any]]:
+    """A one-row table (the directory, an agent's state): the row of the highest revision any data file has;
+    the readable row when rival rows share that revision (writers that raced: which one committed is unknown)."""
     rows = _rows(scan_)
-    best = max(rows + _orphans(scan_), key=lambda r: int(r["rev"]), default=None)
-    if best is None:
+    candidates = rows + _orphans(scan_)  # orphans oldest first: of equal rows, the last written wins
+    top = max((int(r["rev"]) for r in candidates), default=None)
+    if top is None:
         return []
+    best = [r for r in candidates if int(r["rev"]) == top][-1]
+    content = "state" if "state" in best else "names"  # a lease taken or given back leaves the content alike
+    rivals = {r[content] for r in candidates if int(r["rev"]) == top}
+    if len(rivals) > 1 and rows and int(best["rev"]) > int(rows[0]["rev"]):
+        lost.append(f"{what} at revision {best['rev']}: {len(rivals)} different rows claim it, so the readable "
+                    f"revision {rows[0]['rev']} is kept")
+        best = rows[0]
     if not rows or int(best["rev"]) > int(rows[0]["rev"]):
         recovered.append(f"{what} at revision {best['rev']} (the table's newest version showed "
                          f"{rows[0]['rev'] if rows else 'none'})")
@@ -124,6 +135,19 @@ def _keyed(scan_: TableScan, key: Callable[[dict[str, Any]], Any], keep: Callabl
     return rows + taken
 
 
+def _committed_messages(states: dict[str, dict[str, Any]],
+                        taken: set[tuple[str, int]]) -> Callable[[dict[str, Any]], bool]:
+    """Whether an unreferenced message row was committed: below its agent's message count, and no other row has
+    its place (seq) in that agent's conversation."""
+    def committed(row: dict[str, Any]) -> bool:
+        state, place = states.get(row["agent_id"]), (row["agent_id"], int(row["seq"]))
+        if state is None or place in taken or int(row["seq"]) >= int(state.get("message_count", 0)):
+            return False
+        taken.add(place)
+        return True
+    return committed
+
+
 def _ranges(numbers: list[int]) -> str:
     spans: list[list[int]] = []
     for n in sorted(numbers):
@@ -139,14 +163,18 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
     db = store.db
     names = [n for n in db.connection.list_tables().tables if not n.endswith(SWAP_SUFFIX)]
     directory = scan(db.uri, "agents", db.storage_options) if "agents" in names else None
-    agent_ids = json.loads(_rows(directory)[0]["names"]) if directory and _rows(directory) else {}
+    newest = _newest(directory, "the agent directory", [], []) if directory else []
+    agent_ids = json.loads(newest[0]["names"]) if newest else {}
+    scope = set(names)
     if agent is not None:
         if agent not in agent_ids:
             raise StorageError(f'no agent named "{agent}" in {db.uri}; `agentos doctor` without a name checks '
                                f"everything.")
-        names = [n for n in names if n in ("agents", "messages", "memory_edits") or agent_ids[agent] in n]
+        scope = {n for n in names if n in ("agents", "messages", "memory_edits") or agent_ids[agent] in n}
     findings, states, messages = [], {}, None
     for name in sorted(names, key=lambda n: (_kind(n), n)):
+        if name not in scope and not name.startswith(STATE_PREFIX):
+            continue  # every agent's state is read: shared tables are judged against all of them
         scan_ = directory if name == "agents" and directory else scan(db.uri, name, db.storage_options)
         finding = Finding(name, [])
         if scan_.error:
@@ -166,15 +194,13 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
             finding.lost.append(f"{bad.rows} row(s) of fragment {bad.fragment_id}")
         recovered = finding.recovered
         if name == "agents":
-            rows = _newest(scan_, "the agent directory", recovered)
+            rows = _newest(scan_, "the agent directory", recovered, finding.lost)
         elif name.startswith(STATE_PREFIX):
-            rows = _newest(scan_, "the agent's state", recovered)
+            rows = _newest(scan_, "the agent's state", recovered, finding.lost)
             if rows:
                 states[rows[0]["agent_id"]] = json.loads(rows[0]["state"])
         elif name == "messages":
-            def committed(row: dict[str, Any]) -> bool:
-                state = states.get(row["agent_id"])
-                return state is not None and int(row["seq"]) < int(state.get("message_count", 0))
+            committed = _committed_messages(states, {(r["agent_id"], int(r["seq"])) for r in _rows(scan_)})
             rows = _keyed(scan_, lambda r: r["id"], committed, "saved message(s)", recovered)
             messages = rows
         elif name == "memory_edits":
@@ -184,11 +210,15 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
             rows = _keyed(scan_, lambda r: r["id"], lambda r: True, "row(s)", recovered)
         else:
             rows = _rows(scan_)
+        if name not in scope:
+            continue
         if finding.damage or recovered:
             assert scan_.good is not None
             finding.rows = pa.Table.from_pylist(rows, schema=scan_.good.schema)
             findings.append(finding)
     return Checkup(findings, _missing(agent_ids, states, messages, agent))
+
+
 
 
 def _missing(agent_ids: dict[str, str], states: dict[str, dict[str, Any]],
@@ -258,10 +288,18 @@ def _record_losses(store: Store, checkup: Checkup) -> None:
 
     for gone in examine(store).missing:
         lease = Lease(agent_id="", name=gone.name)
-        row = store.open_agent(gone.name, lease, action="doctor cannot record its lost messages")
+        try:
+            row = store.open_agent(gone.name, lease, action="doctor cannot record its lost messages")
+        except AgentOSError as exc:
+            checkup.notes.append(f'could not record the lost messages of agent "{gone.name}": {exc}')
+            continue
         try:
             state = json.loads(row.state)
             state["lost_messages"] = len(gone.missing)
+            present = set(store.existing_message_ids(row.agent_id, state.get("in_context_ids", [])))
+            state["in_context_ids"] = [i for i in state.get("in_context_ids", []) if i in present]
             store.agents.write_state(lease, row.rev, row.rev + 1, json.dumps(state), f"doctor-{row.rev + 1}")
+        except AgentOSError as exc:
+            checkup.notes.append(f'could not record the lost messages of agent "{gone.name}": {exc}')
         finally:
             store.release(lease)

@@ -15,8 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from agentos.storage.db import DAMAGE_SIGNS
-
-INVERTED = 2**64 - 1  # manifests named by the newer scheme: this minus the version number
+from agentos.storage.versions import lost_versions, manifests
 
 
 @dataclass(frozen=True)
@@ -78,32 +77,6 @@ def table_path(db_uri: str, name: str) -> str:
     return f"{db_uri.rstrip('/')}/{name}.lance"
 
 
-def _manifests(path: str) -> list[tuple[int, Path]]:
-    """(version, file) of every manifest of a local table, newest first."""
-    folder = Path(path) / "_versions"
-    found = []
-    for entry in os.scandir(folder) if folder.is_dir() else ():
-        stem, _, ext = entry.name.partition(".")
-        if ext == "manifest" and stem.isdigit():
-            number = int(stem)
-            found.append((INVERTED - number if number > 2**63 else number, Path(entry.path)))
-    return sorted(found, reverse=True)
-
-
-def lost_versions(path: str) -> int:
-    """How many of a local table's newest versions lost their manifest: LanceDB's hint file names the version it
-    last committed, and the newest manifest is older. 0 when none (or when there is no hint to go by)."""
-    import json
-
-    hint = Path(path) / "_versions" / "latest_version_hint.json"
-    try:
-        hinted = int(json.loads(hint.read_text(encoding="utf-8"))["version"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0
-    manifests = _manifests(path)
-    return max(0, hinted - manifests[0][0]) if manifests else 0
-
-
 def open_newest_readable(path: str, storage_options: dict[str, str] | None = None) -> tuple[Any, list[str]]:
     """The table at its newest version that opens, and the newer manifests that did not (local tables only
     fall back; elsewhere the newest version must open)."""
@@ -113,7 +86,7 @@ def open_newest_readable(path: str, storage_options: dict[str, str] | None = Non
         return lance.dataset(path, storage_options=storage_options), []
     except Exception as first:  # noqa: BLE001 - any failure to open: try the older versions
         skipped: list[str] = []
-        for version, manifest in _manifests(path):
+        for version, manifest in manifests(path):
             try:
                 return lance.dataset(path, version=version, storage_options=storage_options), skipped
             except Exception:  # noqa: BLE001
@@ -141,7 +114,7 @@ def referenced_files(dataset: Any, path: str, storage_options: dict[str, str] | 
     import lance
 
     files = {d.path for f in dataset.get_fragments() for d in f.metadata.files}
-    for version, _ in _manifests(path):
+    for version, _ in manifests(path):
         try:
             old = lance.dataset(path, version=version, storage_options=storage_options)
             files.update(d.path for f in old.get_fragments() for d in f.metadata.files)
@@ -151,18 +124,21 @@ def referenced_files(dataset: Any, path: str, storage_options: dict[str, str] | 
 
 
 def orphan_rows(dataset: Any, path: str) -> tuple[pa.Table | None, list[str]]:
-    """Rows in local data files that no kept version refers to: a commit whose manifest is gone (or a commit
-    that failed). Files that cannot be read are skipped."""
+    """Rows in local data files written after `dataset`'s version was committed that no kept version refers to:
+    a later commit whose manifest is gone (or one that failed at the same time). Older unreferenced files (a
+    compaction or a write that lost a race, kept until cleanup) are not looked at. Unreadable files are skipped."""
     from lance.file import LanceFileReader
 
     folder = Path(path) / "data"
-    if not folder.is_dir():
+    manifest = dict(manifests(path)).get(dataset.version)
+    if not folder.is_dir() or manifest is None:
         return None, []
+    committed_at = manifest.stat().st_mtime
     referenced = referenced_files(dataset, path)
     parts, files = [], []
     names = dataset.schema.names
     for entry in sorted(os.scandir(folder), key=lambda e: e.stat().st_mtime):  # oldest first
-        if entry.name in referenced or not entry.name.endswith(".lance"):
+        if entry.name in referenced or not entry.name.endswith(".lance") or entry.stat().st_mtime < committed_at:
             continue
         try:
             data = LanceFileReader(entry.path).read_all().to_table()

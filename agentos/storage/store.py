@@ -109,10 +109,10 @@ class Store:
                 if lost:
                     what = "its state" if table != "messages" else "the messages of every agent"
                     raise DamagedStoreError(
-                        f'agent "{name}" cannot be opened for writing: the newest {lost} version(s) of table '
-                        f"{table!r} ({what}) are missing, though their data is still on disk, and a write now would "
-                        f"leave them beyond recovery. Run `agentos doctor --repair` to restore them (read-only "
-                        f"commands such as `agentos show {name}` keep working).")
+                        f'agent "{name}": the newest {lost} version(s) of table {table!r} ({what}) are missing, '
+                        f"though their data is still on disk, so {action}: a write now would leave them beyond "
+                        f"recovery. Run `agentos doctor --repair` to restore them (read-only commands such as "
+                        f"`agentos show {name}` keep working).")
 
         row = self.agents.acquire(name, lease, agent_id=agent_id, action=action, hint=hint,
                                   check=refuse_if_versions_lost)
@@ -124,7 +124,10 @@ class Store:
         self.agents.release(lease)
 
     def delete_agent(self, agent_id: str, name: str, lease: Lease | None) -> None:
-        """Remove an agent: its name first (from then on it does not exist), then its state, messages and edits."""
+        """Remove an agent: its name first (from then on it does not exist), then its state, messages and edits.
+        Refused before anything changes while one of those tables lost committed versions."""
+        for table in ("agents", "messages", "memory_edits"):
+            self.db.check_writable(table)
         self.agents.delete(agent_id, lease)
         self.leases.lose(agent_id, AgentDeletedError(f'agent "{name}" was deleted; nothing more is saved.'))
         self.purge(agent_id)
@@ -134,6 +137,7 @@ class Store:
         with storage_errors("delete the agent's memory"):
             for name in ("messages", "memory_edits"):
                 table = self.db.table(name)
+                self.db.check_writable(name)
                 table.checkout_latest()  # rows other processes added since this handle last looked
                 table.delete(f"agent_id = {quote(agent_id)}")
             self.db.drop(state_table_name(agent_id))
@@ -226,6 +230,7 @@ class Store:
             chunk = ", ".join(quote(i) for i in ids[start : start + 500])
             with storage_errors("repair the agent's last step"):
                 table = self.db.table("messages")
+                self.db.check_writable("messages")
                 table.checkout_latest()
                 table.delete(f"agent_id = {quote(agent_id)} AND id IN ({chunk})")
 
@@ -242,6 +247,10 @@ class Store:
             for row in self._read("messages", where, None):
                 found[row["id"]] = row_message(row)
         return [found[i] for i in ids if i in found]
+
+    def existing_message_ids(self, agent_id: str, ids: list[str]) -> list[str]:
+        """Those of `ids` that are messages of the agent in the table."""
+        return [m.id for m in self.get_messages(agent_id, ids)]
 
     def count_messages(self, agent_id: str) -> int:
         where = f"agent_id = {quote(agent_id)}"
