@@ -174,3 +174,19 @@ def test_show_chat_and_the_pager_take_the_window_from_one_catalogue(allow_real_p
         assert main(["show", "llama"]) == 0
     assert "model ollama/llama3.1  window 4,096 tokens" in out.getvalue()
     assert "Context: " in out.getvalue() and "of 4,096 tokens" in out.getvalue()
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("llamacpp/qwen@127.0.0.1:18080/v1", 'the base URL in model spec "llamacpp/qwen@127.0.0.1:18080/v1" has no scheme: '
+                                         "write it with http:// or https://, for example "
+                                         "llamacpp/qwen@http://127.0.0.1:18080/v1"),
+    ("ollama/llama3.1@localhost:11434", "for example ollama/llama3.1@http://localhost:11434"),
+    ("llamacpp/q@http://:8080/v1", "names no host; write it like http://127.0.0.1:8080/v1."),
+    ("llamacpp/q@http://h:99999/v1", "is not a valid URL (Port out of range 0-65535)."),
+])
+def test_a_base_url_that_cannot_work_is_refused_when_the_agent_is_created(spec: str, message: str) -> None:
+    from agentos.errors import ConfigError
+
+    with pytest.raises(ConfigError) as refused:
+        Agent.create("sam", model=spec)
+    assert message in str(refused.value)

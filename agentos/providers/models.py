@@ -133,6 +133,19 @@ SPEC_HELP = (
 )
 
 
+def _check_url(spec: str, base_url: str) -> None:
+    """Refuse a base URL with no host or an impossible port, naming the spec it came in."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url)
+        _ = parts.port  # raises for a port out of range
+    except ValueError as exc:
+        raise ConfigError(f'the base URL in model spec "{spec}" is not a valid URL ({exc}).') from exc
+    if not parts.hostname:
+        raise ConfigError(f'the base URL in model spec "{spec}" names no host; write it like http://127.0.0.1:8080/v1.')
+
+
 def parse_spec(spec: str) -> ModelSpec:
     """Split a spec into family, model and an optional base URL (after `@http://` or `@https://`)."""
     text = spec.strip()
@@ -141,6 +154,7 @@ def parse_spec(spec: str) -> ModelSpec:
     if match:
         base_url = match.group(1).rstrip("/")
         text = text[: match.start()]
+        _check_url(spec, base_url)
     bare = re.search(r"@((?:localhost|[\w.-]+\.[\w-]+|\[[0-9a-fA-F:]+\])(?::\d+)?(?:/\S*)?)$", text)
     if bare and (":" in bare.group(1) or "/" in bare.group(1) or bare.group(1).startswith("localhost")):
         suggestion = f"{text[: bare.start()]}@http://{bare.group(1)}"
