@@ -137,13 +137,14 @@ def test_a_server_killed_mid_reply_keeps_the_partial_reply_and_the_conversation_
     assert incomplete.reason == "disconnected" and "the reply was cut off" in incomplete.detail
     assert events[-1].type == "turn_failed"
     assert "".join(e.text for e in events if e.type == "text_delta") == "Hiking is a fine"
-    assert [(m.role, m.content) for m in agent.context] == [("user", "tell me about hiking"),
-                                                           ("assistant", "Hiking is a fine")]
+    assert [(m.role, m.content) for m in agent.context] == [
+        ("user", "tell me about hiking"),
+        ("assistant", "Hiking is a fine\n[cut off: the connection was lost before this reply ended]")]
     list(agent.turn("go on"))
     sent = api.body(1)["messages"]
     assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user"]  # not joined to the orphaned question
     reloaded = Agent.load("ada", provider=agent.provider, read_only=True)
-    assert [m.content for m in reloaded.context][:2] == ["tell me about hiking", "Hiking is a fine"]
+    assert [m.content for m in reloaded.context][1].startswith("Hiking is a fine\n[cut off")
 
 
 def test_local_servers_get_an_output_cap_by_default_and_an_agent_can_set_its_own() -> None:
@@ -154,3 +155,20 @@ def test_local_servers_get_an_output_cap_by_default_and_an_agent_can_set_its_own
     agent.update_settings(max_output_tokens=300)
     list(agent.turn("hello again"))
     assert api.body(1)["max_tokens"] == 300
+
+
+@pytest.mark.parametrize("form", ["fenced", "bare", "tagged"])
+def test_a_text_call_in_a_whole_non_streamed_completion_runs_too(form: str) -> None:
+    """Some servers answer `stream: true` with one JSON completion; its text is read the same way."""
+    import httpx2
+
+    completion = {"id": "c1", "object": "chat.completion", "created": 0, "model": "qwen",
+                  "choices": [{"index": 0, "finish_reason": "stop",
+                               "message": {"role": "assistant", "content": FORMS[form]}}],
+                  "usage": {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320}}
+    api = MockAPI(httpx2.Response(200, json=completion), sse_response(oa_text_reply("Noted.")))
+    agent = _agent(api)
+    events = list(agent.turn("I love hiking"))
+    assert agent.block("human").value.endswith("Ada loves hiking.")
+    assert [e.name for e in events if e.type == "tool_call_started"] == ["core_memory_append"]
+    assert events[-1].type == "turn_finished"

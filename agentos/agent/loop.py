@@ -35,6 +35,11 @@ INCOMPLETE = {
 }
 
 
+# Appended to a reply kept after its stream was cut, so that the model (and whoever reads the history) sees it
+# is not a whole answer.
+CUT_OFF_MARK = "\n[cut off: the connection was lost before this reply ended]"
+
+
 def _failure(exc: BaseException, steps: int) -> TurnFailed:
     kind = type(exc).__name__
     text = str(exc) if isinstance(exc, AgentOSError) else f"{kind}: {exc}"
@@ -118,7 +123,7 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                         rest = watch.finish((), ())[1]
                         if rest:
                             yield TextDelta(text=rest)
-                        owner.append(Message.assistant("".join(parts)))
+                        owner.append(Message.assistant("".join(parts) + CUT_OFF_MARK))
                         yield ReplyIncomplete(reason="disconnected", detail=f"the reply was cut off: {exc}")
                     yield _failure(exc, steps)
                     return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -172,8 +173,37 @@ def openai_usage(usage: Any) -> Usage:
     )
 
 
+def whole_completion_events(body: dict[str, Any]) -> Iterator[ProviderEvent]:
+    """Provider events from a whole `chat.completion` (a server that answered a streaming request without
+    streaming)."""
+    from openai.types.chat import ChatCompletion
+
+    completion = ChatCompletion.model_validate(body)
+    choice = completion.choices[0] if completion.choices else None
+    message = choice.message if choice is not None else None
+    calls = []
+    for c in (message.tool_calls or []) if message is not None else []:
+        function = getattr(c, "function", None)
+        if function is not None:
+            calls.append(ToolCall(id=c.id or new_id("call"), name=function.name, arguments=function.arguments or ""))
+    if message is not None and message.content:
+        yield StreamText(message.content)
+    for call in calls:
+        yield StreamToolCall(call)
+    if completion.usage is not None:
+        yield StreamUsage(openai_usage(completion.usage))
+    yield StreamDone(normalise_stop(choice.finish_reason if choice else None, has_calls=bool(calls)))
+
+
 def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:
-    """Provider events from a stream of ChatCompletionChunk objects."""
+    """Provider events from a stream of ChatCompletionChunk objects (or from one whole completion, when the server
+    answered with JSON instead of a stream)."""
+    response = getattr(chunks, "response", None)
+    if response is not None and response.headers.get("content-type", "").startswith("application/json"):
+        body = json.loads(response.read())
+        if isinstance(body, dict) and body.get("choices") is not None:
+            yield from whole_completion_events(body)
+            return
     calls = ToolCallAssembler()
     finish: str | None = None
     usage: Any = None
