@@ -201,6 +201,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if checkup.healthy or checkup.repaired else 1
 
 
+def positive(text: str) -> int:
+    """An argparse type: a whole number above zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be above zero")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentos",
@@ -222,9 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--human", help="human block: text, or @FILE")
     p.add_argument("--model", help="model spec, e.g. openai/gpt-4.1-mini or scripted/demo")
     p.add_argument("--prompt-dir", help="a folder of your own prompt templates (system.j2, ...) to use instead")
-    p.add_argument("--window", type=int, help="the context window in tokens (default: what a local server serves, "
+    p.add_argument("--window", type=positive, help="the context window in tokens (default: what a local server serves, "
                                                "else the model family's)")
-    p.add_argument("--max-output", type=int, help="the most tokens one model call may write (default: the model's "
+    p.add_argument("--max-output", type=positive, help="the most tokens one model call may write (default: the model's "
                                                    "limit; for local servers a quarter of the window)")
     p.add_argument("--embedder", help="vectors for memory search: none (default: BM25 only), openai/MODEL, "
                                       "ollama/MODEL, st/MODEL, hash:DIM; change later with agentos reindex")

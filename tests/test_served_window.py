@@ -51,8 +51,8 @@ def test_ollama_num_ctx_and_its_silent_default() -> None:
     assert provider.context_window == 8192  # type: ignore[attr-defined]
     provider, _ = _served("ollama/qwen2.5:0.5b", httpx2.Response(200, json=OLLAMA_SHOW_DEFAULT))
     assert provider.context_window == 4096  # type: ignore[attr-defined]
-    assert provider.window_source == "Ollama's default num_ctx (4,096); the model supports 32,768"  # type: ignore[attr-defined]
-    assert "set OLLAMA_CONTEXT_LENGTH for `ollama serve`" in provider.window_advice  # type: ignore[attr-defined]
+    assert provider.window_source == "Ollama's default num_ctx, 4,096, assumed; the model supports 32,768"  # type: ignore[attr-defined]
+    assert "If `ollama serve` runs with a larger OLLAMA_CONTEXT_LENGTH" in provider.window_advice  # type: ignore[attr-defined]
 
 
 def test_vllm_and_lmstudio() -> None:
@@ -87,3 +87,16 @@ def test_a_configured_window_larger_than_served_is_warned_about_and_shown_with_i
     from agentos.formatting import describe_agent
 
     assert "window 2,048 tokens (served by llama.cpp (/props n_ctx))" in describe_agent(other)
+
+
+def test_a_model_the_list_does_not_name_takes_no_other_models_window() -> None:
+    provider, _ = _served("lmstudio/qwen2.5-7b", httpx2.Response(200, json=LMSTUDIO_MODELS), httpx2.Response(404))
+    assert provider.window_source == "model catalogue"  # type: ignore[attr-defined]
+
+
+def test_a_window_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentos.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["new", "sam", "--model", "scripted/demo", "--window", "-5"])
+    assert "argument --window: -5 must be above zero" in capsys.readouterr().err

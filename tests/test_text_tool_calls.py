@@ -86,17 +86,61 @@ def test_a_block_named_as_a_tool_gets_a_hint_with_the_right_calls() -> None:
 
 
 def test_an_unknown_tool_with_arguments_gets_the_tool_names_and_an_example() -> None:
-    api = MockAPI(sse_response(_reply(json.dumps({"name": "remember", "arguments": {"fact": "x"}}), 1)),
+    api = MockAPI(sse_response(_reply(json.dumps({"name": "core_memory_add", "arguments": {"fact": "x"}}), 1)),
                   sse_response(oa_text_reply("ok")))
     events = list(_agent(api).turn("remember x"))
     [finished] = [e for e in events if e.type == "tool_call_finished"]
-    assert finished.result.startswith('Error: unknown tool "remember". Tools you can call: archival_insert, ')
-    assert 'for example: {"name": "archival_insert", "arguments": {"content": "..."}}' in finished.result
+    assert finished.result.startswith('Error: unknown tool "core_memory_add". Did you mean "core_memory_append"? '
+                                      "Tools you can call: archival_insert, ")
+    assert ('for example: {"name": "core_memory_append", "arguments": {"label": "...", "content": "..."}}'
+            in finished.result)
+
+
+def test_json_data_the_user_asked_for_is_shown_not_run() -> None:
+    data = json.dumps([{"name": "resnet50", "parameters": {"layers": 50}}, {"name": "vit", "parameters": {"layers": 12}}])
+    api = MockAPI(sse_response(_reply(data, 4)))
+    events = list(_agent(api).turn("list two models as JSON"))
+    assert "".join(e.text for e in events if e.type == "text_delta") == data
+    assert not [e for e in events if e.type == "tool_call_started"]
+
+
+def test_a_parameter_that_looks_like_a_schema_word_is_kept_when_the_tool_has_it() -> None:
+    found = parse_text_calls(json.dumps({"name": "create_note", "arguments": {"title": "Milk", "body": "buy"}}),
+                             {"create_note": ["title", "body"]})
+    assert found is not None and json.loads(found.calls[0].arguments) == {"title": "Milk", "body": "buy"}
+
+
+def test_other_call_markers_and_several_objects_on_their_own_lines() -> None:
+    call = json.dumps(APPEND)
+    for text in (f"[TOOL_CALLS] [{call}]", f"<|python_tag|>{call}", f"{call}\n{call}", f"Saving it [now]: {call}",
+                 f"<tool_call>\n{call}"):
+        found = parse_text_calls(text, {"core_memory_append": ["label", "content"]})
+        assert found is not None and {c.name for c in found.calls} == {"core_memory_append"}, text
+
+
+def test_text_with_a_native_call_is_all_shown() -> None:
+    from mock_api import oa_tool
+
+    reply = oa_sse(oa_delta({"role": "assistant", "content": "I'll note {tea} for you."}),
+                   oa_delta({"tool_calls": [oa_tool(0, id="c1", name="core_memory_append",
+                                                    args=json.dumps({"label": "human", "content": "tea"}))]}),
+                   oa_delta({}, "tool_calls"))
+    api = MockAPI(sse_response(reply), sse_response(oa_text_reply("Done.")))
+    events = list(_agent(api).turn("I like tea"))
+    assert "".join(e.text for e in events if e.type == "text_delta") == "I'll note {tea} for you.Done."
+
+
+def test_a_reply_that_begins_with_a_link_or_a_code_block_streams_at_once() -> None:
+    watch = CallWatch(True)
+    shown = watch.feed("See [the docs](https://example.org) for ") + watch.feed("the details of this.")
+    assert shown.startswith("See [the docs](https://example.org) for the")
+    fenced = CallWatch(True)
+    assert fenced.feed("```python\nprint(1)\nprint(2)\nprint(3)\n").startswith("```python\nprint(1)\nprint")
 
 
 def test_schema_leftovers_in_the_arguments_are_dropped() -> None:
     call = {"name": "conversation_search", "arguments": {"query": "hiking", "required": ["query"]}}
-    found = parse_text_calls(json.dumps(call), offered={"conversation_search"})
+    found = parse_text_calls(json.dumps(call), {"conversation_search": ["query", "page"]})
     assert found is not None and json.loads(found.calls[0].arguments) == {"query": "hiking"}
 
 
@@ -172,3 +216,12 @@ def test_a_text_call_in_a_whole_non_streamed_completion_runs_too(form: str) -> N
     assert agent.block("human").value.endswith("Ada loves hiking.")
     assert [e.name for e in events if e.type == "tool_call_started"] == ["core_memory_append"]
     assert events[-1].type == "turn_finished"
+
+
+def test_a_lenient_whole_completion_without_ids_or_a_finish_reason() -> None:
+    import httpx2
+
+    completion = {"choices": [{"message": {"content": "Hello there."}, "finish_reason": None}]}
+    api = MockAPI(httpx2.Response(200, json=completion))
+    events = list(_agent(api).turn("hi"))
+    assert events[-1].type == "turn_finished" and events[-1].reply.content == "Hello there."  # type: ignore[union-attr]

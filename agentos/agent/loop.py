@@ -129,12 +129,12 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                     return
             request = None
             stop = stop or "no_finish_reason"
-            if not calls:
-                found, rest = watch.finish([t.name for t in agent.tools], [b.label for b in agent.blocks])
-                if rest:
-                    yield TextDelta(text=rest)
-                if found is not None:
-                    calls, parts, stop = found.calls, [found.lead_in], "tool_use"
+            tools = {} if calls else {t.name: list(t.parameters.get("properties", {})) for t in agent.tools}
+            found, rest = watch.finish(tools, [b.label for b in agent.blocks])  # native calls: only the held text
+            if rest:
+                yield TextDelta(text=rest)
+            if found is not None:
+                calls, parts, stop = found.calls, [found.lead_in], "tool_use"
             reply = Message.assistant("".join(parts), calls)
             owner.append(reply)
             if stop in INCOMPLETE:

@@ -44,7 +44,7 @@ class AgentSettings(BaseModel):
     max_steps: int = 20
     tool_output_limit: int = 4000
     prompt_dir: str | None = None
-    context_window: int | None = None
+    context_window: int | None = Field(default=None, gt=0)
     pager: PagerSettings = Field(default_factory=PagerSettings)
     embedder: str = "none"  # recall/archival vectors: none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL
     read_timeout_s: float | None = Field(default=None, gt=0)  # provider: seconds between streamed bytes (None: config)

@@ -2,27 +2,35 @@
 their intent into native tool calls.
 
 A reply counts as tool calls only when it is essentially nothing else: one or more calls, each a fenced
-block or a `<tool_call>…</tool_call>` tag, or the rest of the reply as one bare JSON object (or a list of
-them), with at most a short lead-in before them (`LEAD_IN_CHARS`) and nothing but whitespace between and after them. A
-call is an object with `name` (or `function: {name, arguments}`) and `arguments` or `parameters`. It is
-taken when it names an offered tool, and also, as a near miss that earns a hint, when it names a memory
-block or an unknown tool while carrying arguments. A JSON example inside a longer answer stays text.
+block or a `<tool_call>…</tool_call>` tag, or the rest of the reply as bare JSON objects (or lists of
+them), with at most a short lead-in before them (`LEAD_IN_CHARS`) and nothing but whitespace between and
+after them (markers such as `[TOOL_CALLS]` and `<|python_tag|>` are ignored). A call is an object with
+`name` (or `function: {name, arguments}`) and `arguments` or `parameters`. It is taken when it names an
+offered tool, and also, as a near miss that earns a hint, when it names a memory block, or carries
+arguments under a name close to an offered tool's. A JSON example inside a longer answer stays text, and
+so does JSON data whose names are no tool's.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from agentos.messages import ToolCall, new_id
 
 LEAD_IN_CHARS = 80  # "Sure, I'll remember that:" before the call; more prose than this and it is an answer
 SCHEMA_LEFTOVERS = frozenset({"required", "type", "properties", "additionalProperties", "$schema", "title"})
-_SEGMENT = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(?P<fenced>.*?)```|<tool_call>(?P<tagged>.*?)</tool_call>", re.DOTALL)
-OPENERS = ("```", "<tool_call>", "{", "[")  # how a reply that is a call can begin (after its lead-in)
+PREFIXES = ("[TOOL_CALLS]", "<|python_tag|>")  # markers some chat templates put before a call
+_SEGMENT = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(?P<fenced>.*?)```|<tool_call>(?P<tagged>.*?)(?:</tool_call>|$)",
+                      re.DOTALL)
+OPENERS = ("```", "<tool_call>", "{", "[", "<|python_tag|>")  # how a reply that is a call can begin
+CLOSE_NAME = 0.6  # an unknown tool name this close to an offered one is a near miss (difflib ratio)
+
+Tools = Union[Mapping[str, Collection[str]], Collection[str]]  # offered tool names, with their parameters if known
 
 
 @dataclass(frozen=True)
@@ -33,10 +41,24 @@ class TextCalls:
     lead_in: str
 
 
+def _without_trailing_commas(text: str) -> str:
+    """`text` with each comma that only a closing bracket follows removed, outside strings."""
+    out, in_string, escaped = [], False, False
+    for i, char in enumerate(text):
+        if in_string:
+            escaped, in_string = (not escaped and char == "\\"), in_string and not (char == '"' and not escaped)
+        elif char == '"':
+            in_string = True
+        elif char == "," and text[i + 1:].lstrip()[:1] in ("}", "]"):
+            continue
+        out.append(char)
+    return "".join(out)
+
+
 def _loads(text: str) -> Any:
     """JSON, forgiving trailing commas; None when it is not JSON."""
     text = text.strip()
-    for candidate in (text, re.sub(r",\s*([}\]])", r"\1", text)):
+    for candidate in (text, _without_trailing_commas(text)):
         try:
             return json.loads(candidate)
         except (ValueError, RecursionError):
@@ -44,7 +66,29 @@ def _loads(text: str) -> Any:
     return None
 
 
-def _as_call(value: Any, offered: Collection[str], labels: Collection[str]) -> ToolCall | None:
+def _values(text: str) -> list[Any] | None:
+    """One or more JSON values with only whitespace between and after them (objects on separate lines); None
+    when anything else is there."""
+    decoder, i, text = json.JSONDecoder(), 0, text.strip()
+    values: list[Any] = []
+    while i < len(text):
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            whole = _loads(text[i:])  # a trailing comma, perhaps
+            return values + [whole] if whole is not None else None
+        values.append(value)
+        i = end + len(text[end:]) - len(text[end:].lstrip())
+    return values or None
+
+
+def _tool_map(tools: Tools) -> dict[str, set[str] | None]:
+    if isinstance(tools, Mapping):
+        return {name: set(params) for name, params in tools.items()}
+    return {name: None for name in tools}
+
+
+def _as_call(value: Any, tools: dict[str, set[str] | None], labels: Collection[str]) -> ToolCall | None:
     """One call object as a ToolCall, or None when it is not call-shaped (see the module docstring)."""
     if not isinstance(value, dict):
         return None
@@ -61,89 +105,112 @@ def _as_call(value: Any, offered: Collection[str], labels: Collection[str]) -> T
         arguments = parsed if isinstance(parsed, dict) else arguments
     if name in labels and arguments is None:  # {"name": "human", "content": "..."}: a block named, not a tool
         arguments = {k: v for k, v in value.items() if k != "name"}
-    if name not in offered and name not in labels and not isinstance(arguments, dict):
-        return None
+    if name not in tools and name not in labels:
+        near = difflib.get_close_matches(name, list(tools), n=1, cutoff=CLOSE_NAME)
+        if not isinstance(arguments, dict) or not near:
+            return None  # {"name": "resnet50", "parameters": {...}}: data the user asked for, not a call
     if not isinstance(arguments, dict):
         arguments = {}
-    arguments = {k: v for k, v in arguments.items() if k not in SCHEMA_LEFTOVERS}
+    params = tools.get(name)
+    arguments = {k: v for k, v in arguments.items() if k not in SCHEMA_LEFTOVERS or (params and k in params)}
     return ToolCall(id=new_id("call"), name=name, arguments=json.dumps(arguments, ensure_ascii=False))
 
 
-def _calls_in(value: Any, offered: Collection[str], labels: Collection[str]) -> list[ToolCall] | None:
-    items = value if isinstance(value, list) and value else [value]
-    calls = [_as_call(item, offered, labels) for item in items]
-    return None if any(c is None for c in calls) else [c for c in calls if c is not None]
+def _calls_in(values: list[Any], tools: dict[str, set[str] | None], labels: Collection[str]) -> list[ToolCall] | None:
+    items = [item for value in values for item in (value if isinstance(value, list) and value else [value])]
+    calls = [_as_call(item, tools, labels) for item in items]
+    return None if not calls or any(c is None for c in calls) else [c for c in calls if c is not None]
 
 
-def parse_text_calls(text: str, offered: Collection[str], labels: Collection[str] = ()) -> TextCalls | None:
+def _unmarked(text: str) -> str:
+    for prefix in PREFIXES:
+        text = text.replace(prefix, " ")
+    return text.strip()
+
+
+def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> TextCalls | None:
     """The tool calls `text` consists of, or None when it is an ordinary reply (see the module docstring)."""
-    stripped = text.strip()
+    stripped = _unmarked(text)
+    offered = _tool_map(tools)
     if not stripped or not offered:
         return None
-    whole = _loads(stripped) if stripped[0] in "{[" else None
-    if whole is not None:
-        entire = _calls_in(whole, offered, labels)
-        return TextCalls(entire, "") if entire else None
     segments = list(_SEGMENT.finditer(stripped))
-    if not segments:  # a lead-in, then a bare object or list as the rest of the reply
-        starts = [i for i in (stripped.find("{"), stripped.find("[")) if 0 <= i <= LEAD_IN_CHARS]
-        rest = _loads(stripped[min(starts):]) if starts else None
-        bare = _calls_in(rest, offered, labels) if rest is not None else None
-        return TextCalls(bare, stripped[: min(starts)].strip()) if bare else None
-    lead_in = stripped[: segments[0].start()].strip()
-    between = [stripped[a.end(): b.start()] for a, b in zip(segments, segments[1:])] + [stripped[segments[-1].end():]]
-    if len(lead_in) > LEAD_IN_CHARS or any(part.strip() for part in between):
-        return None
-    calls: list[ToolCall] = []
-    for segment in segments:
-        value = _loads(segment.group("fenced") if segment.group("fenced") is not None else segment.group("tagged"))
-        found = _calls_in(value, offered, labels) if value is not None else None
-        if not found:
+    if segments:
+        lead_in = stripped[: segments[0].start()].strip()
+        between = [stripped[a.end(): b.start()] for a, b in zip(segments, segments[1:])]
+        if len(lead_in) > LEAD_IN_CHARS or any(part.strip() for part in [*between, stripped[segments[-1].end():]]):
             return None
-        calls.extend(found)
-    return TextCalls(calls, lead_in)
+        calls: list[ToolCall] = []
+        for segment in segments:
+            body = segment.group("fenced") if segment.group("fenced") is not None else segment.group("tagged")
+            values = _values(_unmarked(body))
+            found = _calls_in(values, offered, labels) if values else None
+            if not found:
+                return None
+            calls.extend(found)
+        return TextCalls(calls, lead_in)
+    for i, char in enumerate(stripped[: LEAD_IN_CHARS + 1]):  # a lead-in, then bare objects as the rest
+        if char in "{[":
+            values = _values(stripped[i:])
+            found = _calls_in(values, offered, labels) if values else None
+            if found:
+                return TextCalls(found, stripped[:i].strip())
+    return None
 
 
-def may_become_call(text: str) -> bool:
-    """Whether a reply that begins with `text` could still turn out to be tool calls (so its text is held back
-    instead of shown): an opener within the lead-in allowance."""
-    stripped = text.lstrip()
-    positions = [stripped.find(o) for o in OPENERS if o in stripped]
-    if positions:
-        return min(positions) <= LEAD_IN_CHARS
-    return len(stripped) <= LEAD_IN_CHARS and "\n\n" not in stripped
+def _possible(held: str) -> bool:
+    """Whether text that begins with an opener can still turn out to be a call (so it stays held back)."""
+    if held.startswith(("<tool_call>", "<|python_tag|>")) or "<tool_call>".startswith(held) or \
+            "<|python_tag|>".startswith(held) or "[TOOL_CALLS]".startswith(held[:12]):
+        return True
+    if held.startswith("```"):
+        newline = held.find("\n")
+        body = held[newline + 1:].lstrip() if newline >= 0 else ""
+        return newline < 0 or not body or body[0] in "{[<"
+    after = held[1:].lstrip()
+    if not after:
+        return True
+    return after[0] == '"' if held[0] == "{" else after[0] in "{["
 
 
 class CallWatch:
     """Streams a reply's text to the user, except from a possible text tool call on: that part is held back
-    until the reply ends, then shown if it was not a call after all (`finish`)."""
+    while it can still be a call, and shown as soon as it cannot (or at the end, if it was not one)."""
 
-    TAIL = len("<tool_call>") - 1  # chars kept back that could be the start of a split opener
+    TAIL = len("<|python_tag|>") - 1  # chars kept back that could be the start of a split opener
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.text = ""
         self.shown = 0
-        self.holding = False
+        self.held: int | None = None  # where the held possible call begins
+        self.scan_from = 0
 
     def feed(self, piece: str) -> str:
         """Take a piece of the streamed text; return what to show now."""
         self.text += piece
-        if not self.enabled or self.holding:
-            return self._show(len(self.text)) if not self.enabled else ""
-        positions = [p for p in (self.text.find(o) for o in OPENERS) if p >= 0]
-        start = len(self.text) - len(self.text.lstrip())
-        if positions and min(positions) - start <= LEAD_IN_CHARS:
-            self.holding = True
-            return self._show(min(positions))
-        if len(self.text) - start > LEAD_IN_CHARS + self.TAIL:
-            self.enabled = False  # too much prose before any opener: an ordinary reply
+        if not self.enabled:
             return self._show(len(self.text))
-        return self._show(max(self.shown, len(self.text) - self.TAIL))
+        out = ""
+        while True:
+            if self.held is not None:
+                if _possible(self.text[self.held:]):
+                    return out
+                self.scan_from, self.held = self.held + 1, None  # not a call after all: show it, look further
+            start = len(self.text) - len(self.text.lstrip())
+            positions = [p for p in (self.text.find(o, self.scan_from) for o in OPENERS) if p >= 0]
+            if positions and min(positions) - start <= LEAD_IN_CHARS:
+                self.held = min(positions)
+                out += self._show(self.held)
+                continue
+            if len(self.text) - start > LEAD_IN_CHARS + self.TAIL:
+                self.enabled = False  # too much prose before any opener: an ordinary reply
+                return out + self._show(len(self.text))
+            return out + self._show(max(self.shown, len(self.text) - self.TAIL))
 
-    def finish(self, offered: Collection[str], labels: Collection[str]) -> tuple[TextCalls | None, str]:
+    def finish(self, tools: Tools, labels: Collection[str]) -> tuple[TextCalls | None, str]:
         """At the reply's end: the calls it consists of (None for an ordinary reply), and the text still to show."""
-        found = parse_text_calls(self.text, offered, labels) if self.holding else None
+        found = parse_text_calls(self.text, tools, labels) if self.held is not None else None
         return found, ("" if found else self._show(len(self.text)))
 
     def _show(self, end: int) -> str:

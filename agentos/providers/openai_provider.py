@@ -175,24 +175,29 @@ def openai_usage(usage: Any) -> Usage:
 
 def whole_completion_events(body: dict[str, Any]) -> Iterator[ProviderEvent]:
     """Provider events from a whole `chat.completion` (a server that answered a streaming request without
-    streaming)."""
-    from openai.types.chat import ChatCompletion
-
-    completion = ChatCompletion.model_validate(body)
-    choice = completion.choices[0] if completion.choices else None
-    message = choice.message if choice is not None else None
+    streaming), read leniently: local servers leave out fields or use their own finish reasons."""
+    choices = body.get("choices") or []
+    choice: dict[str, Any] = choices[0] if choices and isinstance(choices[0], dict) else {}
+    message: dict[str, Any] = choice["message"] if isinstance(choice.get("message"), dict) else {}
     calls = []
-    for c in (message.tool_calls or []) if message is not None else []:
-        function = getattr(c, "function", None)
-        if function is not None:
-            calls.append(ToolCall(id=c.id or new_id("call"), name=function.name, arguments=function.arguments or ""))
-    if message is not None and message.content:
-        yield StreamText(message.content)
+    for raw in message.get("tool_calls") or []:
+        function = raw.get("function") if isinstance(raw, dict) else None
+        if isinstance(function, dict) and function.get("name"):
+            arguments = function.get("arguments")
+            calls.append(ToolCall(id=str(raw.get("id") or new_id("call")), name=str(function["name"]),
+                                  arguments=arguments if isinstance(arguments, str) else json.dumps(arguments or {})))
+    if isinstance(message.get("content"), str) and message["content"]:
+        yield StreamText(message["content"])
     for call in calls:
         yield StreamToolCall(call)
-    if completion.usage is not None:
-        yield StreamUsage(openai_usage(completion.usage))
-    yield StreamDone(normalise_stop(choice.finish_reason if choice else None, has_calls=bool(calls)))
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        details = usage.get("prompt_tokens_details") or {}
+        yield StreamUsage(Usage(input_tokens=int(usage.get("prompt_tokens") or 0),
+                                output_tokens=int(usage.get("completion_tokens") or 0),
+                                cache_read_tokens=int(details.get("cached_tokens") or 0)))
+    finish = choice.get("finish_reason")
+    yield StreamDone(normalise_stop(str(finish) if finish else "stop", has_calls=bool(calls)))
 
 
 def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentos.providers.models import OLLAMA_DEFAULT_CONTEXT
 
-DISCOVERY_TIMEOUT_S = 2.0
+DISCOVERY_TIMEOUT_S = 1.0  # per question; a server on this machine answers in milliseconds
 
 Fetch = Callable[[str, str, "dict[str, Any] | None"], Any]  # (method, absolute URL, JSON body) -> parsed JSON
 
@@ -47,13 +47,16 @@ def from_llamacpp_props(body: Any) -> int | None:
     return _positive((settings or {}).get("n_ctx")) or _positive(body.get("n_ctx") if isinstance(body, dict) else None)
 
 
-def from_models_list(body: Any, model: str) -> int | None:
-    """vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`, or LM Studio's loaded (else max) context length."""
+def from_models_list(body: Any, model: str, *, single: bool = False) -> int | None:
+    """vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`, or LM Studio's loaded (else max) context length, of the
+    entry named `model`; with `single` (llama.cpp serves one model, whatever it is called) of its only entry."""
     entries = body.get("data") if isinstance(body, dict) else body
     if not isinstance(entries, list):
         return None
     named = [e for e in entries if isinstance(e, dict) and e.get("id") == model]
-    for entry in named or [e for e in entries if isinstance(e, dict)][:1]:
+    if not named and single and len(entries) == 1 and isinstance(entries[0], dict):
+        named = entries
+    for entry in named:
         meta: dict[str, Any] = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
         for value in (entry.get("max_model_len"), meta.get("n_ctx"), entry.get("loaded_context_length"),
                       entry.get("max_context_length")):
@@ -87,10 +90,12 @@ def discover(family: str, base_url: str, model: str, fetch: Fetch) -> ServedWind
         if served:
             return ServedWindow(served, "served by Ollama (num_ctx of the model)")
         if trained:
-            return ServedWindow(min(trained, OLLAMA_DEFAULT_CONTEXT), f"Ollama's default num_ctx ({OLLAMA_DEFAULT_CONTEXT:,}); "
-                                f"the model supports {trained:,}",
-                                "Ollama cuts longer prompts silently. To serve more, set OLLAMA_CONTEXT_LENGTH for "
-                                "`ollama serve`, or PARAMETER num_ctx in a Modelfile, then set the agent's window")
+            return ServedWindow(min(trained, OLLAMA_DEFAULT_CONTEXT),
+                                f"Ollama's default num_ctx, {OLLAMA_DEFAULT_CONTEXT:,}, assumed; the model supports "
+                                f"{trained:,}",
+                                "Ollama cuts longer prompts silently. If `ollama serve` runs with a larger "
+                                "OLLAMA_CONTEXT_LENGTH (its API does not report it), or the model has PARAMETER num_ctx "
+                                "in a Modelfile, set the agent's window to match")
         return None
     if family == "llamacpp":
         tokens = from_llamacpp_props(ask("GET", f"{root}/props"))
@@ -100,7 +105,7 @@ def discover(family: str, base_url: str, model: str, fetch: Fetch) -> ServedWind
         tokens = from_models_list(ask("GET", f"{root}/api/v0/models"), model)
         if tokens:
             return ServedWindow(tokens, "served by LM Studio (/api/v0/models)")
-    tokens = from_models_list(ask("GET", f"{base_url.rstrip('/')}/models"), model)
+    tokens = from_models_list(ask("GET", f"{base_url.rstrip('/')}/models"), model, single=family == "llamacpp")
     if tokens:
         return ServedWindow(tokens, f"served by the server (/v1/models of {root})")
     return None
