@@ -20,16 +20,15 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")
+
+from before_tree import measure_before_first  # noqa: E402
 
 
 def layout(body: dict[str, Any]) -> bytes:
@@ -116,11 +115,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--before", help="an earlier agentos source tree to measure first")
     args = parser.parse_args()
-    if args.before:
-        print(f"== before: {args.before}")
-        env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())}
-        subprocess.run([sys.executable, __file__, "--turns", str(args.turns)], env=env, check=True, cwd=args.before)
-        print("== after: this tree")
+    measure_before_first(args.before)
     run(args.turns)
 
 

@@ -34,6 +34,8 @@ from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
+from before_tree import measure_before_first  # noqa: E402
+
 from agentos import Agent  # noqa: E402
 from agentos.agent.state import AgentSettings  # noqa: E402
 from agentos.messages import Message, utc_now  # noqa: E402
@@ -245,11 +247,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve:
         return serve()
-    if args.before:
-        print(f"== before: {args.before}", flush=True)
-        own = [a for i, a in enumerate(sys.argv[1:]) if a != "--before" and sys.argv[i] != "--before"]
-        subprocess.run([sys.executable, __file__, *own], env={**os.environ, "PYTHONPATH": args.before}, check=True)
-        print("== after: this tree", flush=True)
+    measure_before_first(args.before)
     home = tempfile.mkdtemp(prefix="agentos-provider-bench-")
     os.environ["AGENTOS_HOME"] = home
     os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-local-bench")

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("LANCEDB_LOG", "error")
+
+from before_tree import measure_before_first  # noqa: E402
 
 
 def _size_mb(path: Path) -> float:
@@ -89,12 +89,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=50)
     parser.add_argument("--before", help="an earlier agentos source tree to measure first")
     args = parser.parse_args()
-    if args.before:
-        print(f"== before: {args.before}")
-        env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())}
-        subprocess.run([sys.executable, __file__, "--sessions", str(args.sessions), "--every", str(args.every)],
-                       env=env, check=True, cwd=args.before)
-        print("== after: this tree")
+    measure_before_first(args.before)
     run(args.sessions, args.every)
 
 

@@ -129,8 +129,11 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                     return
             request = None
             stop = stop or "no_finish_reason"
-            tools = {} if calls else {t.name: list(t.parameters.get("properties", {})) for t in agent.tools}
-            found, rest = watch.finish(tools, [b.label for b in agent.blocks])  # native calls: only the held text
+            if calls or not watch.holding:  # native calls, or nothing held: only the text left to show
+                found, rest = watch.finish({}, ())
+            else:
+                found, rest = watch.finish({t.name: list(t.parameters.get("properties", {})) for t in agent.tools},
+                                           [b.label for b in agent.blocks])
             if rest:
                 yield TextDelta(text=rest)
             if found is not None:

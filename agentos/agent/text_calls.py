@@ -208,9 +208,14 @@ class CallWatch:
                 return out + self._show(len(self.text))
             return out + self._show(max(self.shown, len(self.text) - self.TAIL))
 
+    @property
+    def holding(self) -> bool:
+        """Whether part of the reply is held back as a possible call (only then is `finish` asked to parse)."""
+        return self.held is not None
+
     def finish(self, tools: Tools, labels: Collection[str]) -> tuple[TextCalls | None, str]:
         """At the reply's end: the calls it consists of (None for an ordinary reply), and the text still to show."""
-        found = parse_text_calls(self.text, tools, labels) if self.held is not None else None
+        found = parse_text_calls(self.text, tools, labels) if self.holding else None
         return found, ("" if found else self._show(len(self.text)))
 
     def _show(self, end: int) -> str:

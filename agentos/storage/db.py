@@ -265,6 +265,11 @@ class Database:
                 self._failed_creates.discard(name)
             return None
 
+    def _handle(self, name: str) -> Any | None:
+        """This process's handle of a listed table, or one opened as it is (None for an empty leftover folder)."""
+        handle = self._tables.get(name)
+        return handle if handle is not None else self._open_listed(name, remove_leftover=False)
+
     def _table_names(self, name: str) -> list[str]:
         """The database's tables, after finishing a swap of `name` that a crash cut short."""
         names = self.connection.list_tables().tables
@@ -320,12 +325,11 @@ class Database:
             if name not in self.connection.list_tables().tables:
                 self.forget(name)  # dropped, perhaps by another process
                 return None
-            handle = self._tables.get(name)
+            stale = self.cached(name)  # a handle of this process may be behind other processes' commits
+            handle = self._handle(name)
             if handle is None:
-                handle = self._open_listed(name, remove_leftover=False)
-                if handle is None:
-                    return None
-            else:
+                return None
+            if stale:
                 handle.checkout_latest()
             return int(handle.count_rows())
 
@@ -333,13 +337,9 @@ class Database:
         """Compact a table and fold new rows into its indexes (a large vector table gets its vector index);
         False when the table does not exist."""
         with storage_errors(f"compact {name!r}"):
-            handle = self._tables.get(name)
+            handle = self._handle(name) if self.cached(name) or name in self._table_names(name) else None
             if handle is None:
-                if name not in self._table_names(name):
-                    return False
-                handle = self._open_listed(name, remove_leftover=False)
-                if handle is None:
-                    return False
+                return False
             handle.optimize(cleanup_older_than=cleanup_older_than)
             ensure_vector_index(handle)
         return True
@@ -349,11 +349,9 @@ class Database:
         with storage_errors(f"inspect {name!r}"):
             if name not in self.connection.list_tables().tables:
                 return None
-            handle = self._tables.get(name)
+            handle = self._handle(name)
             if handle is None:
-                handle = self._open_listed(name, remove_leftover=False)
-                if handle is None:
-                    return None
+                return None
             handle.checkout_latest()
             small = int(handle.stats()["fragment_stats"]["num_small_fragments"])
             folder = Path(self.uri) / f"{name}.lance" / "_versions"
