@@ -79,7 +79,7 @@ def test_static_prompt_is_byte_identical_and_metadata_changes_only_with_memory(
     first, after_edit, next_turn = (r.system_dynamic for r in provider.requests)
     assert "Last memory edit: never" in first and "Last memory edit: never" not in after_edit
     assert "Recall memory: all of this conversation is still in your context.\n" in first
-    assert re.search(r"Current time: between \d\d:00 and \d\d:00 \S+ on \w+, 2026-12-0[12]\n", first)  # the hour
+    assert re.search(r"Current hour: 2026-12-0[12] \d\d:00 \S+ \(\w+\)\n", first)  # to the hour, and said so
     assert next_turn == after_edit  # an ordinary turn changes nothing before the conversation: caches reuse it
     assert provider.requests[0].system.index("<memory_blocks>") > provider.requests[0].system.index("Never mention")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -49,7 +49,7 @@ def _format_hour(value: datetime) -> str:
     """The time to the hour: precise enough to know the part of the day, and the same for every call within an
     hour, so the prompt before the conversation stays byte-identical and servers' prefix caches reuse it."""
     hour = value.astimezone().replace(minute=0, second=0, microsecond=0)
-    return f"between {hour:%H:00} and {hour + timedelta(hours=1):%H:00} {hour:%Z} on {hour:%A, %Y-%m-%d}"
+    return f"{hour:%Y-%m-%d %H:00 %Z (%A)}"
 
 
 class PromptRenderer:
