@@ -164,10 +164,6 @@ def plan(
     newest = next((i for i in range(n - 1, -1, -1) if messages[i].role == "user" and messages[i].name != ALERT_NAME),
                   None)
     protected = frozenset() if newest is None else frozenset({newest})
-    limit = max(0, n - budget.keep_last)
-    if reason == "overflow" and protected:  # a rejected request: everything before the question may go, not it
-        limit = min(protected)
-    candidates = [k for k in range(1, limit + 1) if cuts[k]]
     unscaled_prefix = [0]
     for s in counts.messages:
         unscaled_prefix.append(unscaled_prefix[-1] + s)
@@ -182,12 +178,21 @@ def plan(
             return assumed
         return max(0, assumed - prefix[k] + round((allowed(k) - counts.summary) * scale))
 
-    k = 0
-    if candidates:
+    def choose(limit: int) -> int:
+        """The fewest messages (at most `limit`) whose eviction reaches the target, else all it may."""
+        candidates = [k for k in range(1, limit + 1) if cuts[k]]
+        if not candidates:
+            return 0
         if reason == "manual":
-            k = candidates[-1]
-        else:
-            k = next((c for c in candidates if after(c) <= target), candidates[-1])
+            return candidates[-1]
+        return next((c for c in candidates if after(c) <= target), candidates[-1])
+
+    # The last few messages stay, unless the request would stay over the eviction threshold with them: then
+    # (as after a rejection) everything before the question may go, and the recall tier still holds it all.
+    question = min(protected) if protected else None
+    k = choose(question if reason == "overflow" and question is not None else max(0, n - budget.keep_last))
+    if reason != "overflow" and question is not None and question > k and after(k) > hard:
+        k = choose(question)
     tokens_after = after(k)
     kept = list(sizes)
     truncated: dict[int, int] = {}

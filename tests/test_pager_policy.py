@@ -87,10 +87,30 @@ def newest_question(messages: list[Message]) -> int | None:
                  if messages[i].role == "user" and messages[i].name != ALERT_NAME), None)
 
 
-def evict_limit(messages: list[Message], budget: Budget, reason: str) -> int:
-    """How many messages a plan may evict: all but the last few; after a rejection, all before the question."""
+def size_after(messages: list[Message], counts: Counts, budget: Budget, reason: str, k: int) -> int:
+    """The request's size once messages[:k] are evicted into a summary of the most the plan allows it."""
+    overflow = reason == "overflow" and counts.total > 0
+    assumed = max(counts.total, budget.window + 1) if overflow else counts.total
+    if k == 0:
+        return assumed
+    scale = assumed / counts.total if overflow else 1.0
+    freed = sum(round(s * scale) for s in counts.messages[:k])
+    new_summary = max(counts.summary + MARKER_TOKENS, min(budget.summary_tokens, counts.summary + sum(counts.messages[:k])))
+    return assumed - freed + round((new_summary - counts.summary) * scale)
+
+
+def evict_limit(messages: list[Message], counts: Counts, budget: Budget, reason: str) -> int:
+    """How many messages a plan may evict: all but the last few, unless the request would stay over the eviction
+    threshold with them; after a rejection, all before the question."""
     newest = newest_question(messages)
-    return newest if reason == "overflow" and newest is not None else max(0, len(messages) - budget.keep_last)
+    keep_rule = max(0, len(messages) - budget.keep_last)
+    if newest is None or (reason != "overflow" and newest <= keep_rule):
+        return keep_rule
+    if reason == "overflow":
+        return newest
+    most = max((k for k in range(keep_rule + 1) if not splits_pair(messages, k)), default=0)
+    over = size_after(messages, counts, budget, reason, most) > budget.tokens(budget.evict_at)
+    return newest if over else keep_rule
 
 
 # -- properties ---------------------------------------------------------------------------------
@@ -126,7 +146,7 @@ def test_plan_invariants(scenario, reason, alerted, attempt) -> None:  # type: i
     # never the last few messages (after a rejection: never the user's newest message, and anything before it
     # may go), never a call without its results
     newest = newest_question(messages)
-    assert 0 <= p.evict <= evict_limit(messages, budget, reason)
+    assert 0 <= p.evict <= evict_limit(messages, counts, budget, reason)
     assert not splits_pair(messages, p.evict)
     assert newest is None or newest not in dict(p.truncate)  # what the next call answers is never cut
     # truncation only touches messages that stay, and only shrinks them
@@ -143,7 +163,8 @@ def test_plan_invariants(scenario, reason, alerted, attempt) -> None:  # type: i
     if reason == "auto" and counts.total <= hard:
         assert p.action in ("ok", "alert") and p.evict == 0
     if reason == "manual" and p.action == "evict":
-        candidates = [k for k in range(1, n - budget.keep_last + 1) if not splits_pair(messages, k)]
+        limit = evict_limit(messages, counts, budget, reason)
+        candidates = [k for k in range(1, limit + 1) if not splits_pair(messages, k)]
         assert p.evict == max(candidates, default=0)  # a forced compaction evicts all it may
 
 
@@ -156,18 +177,11 @@ def test_eviction_reaches_target_with_the_fewest_messages(scenario, reason) -> N
         return
     target = budget.tokens(budget.target)
     assert p.tokens_after <= target or p.evict == max(
-        k for k in range(1, evict_limit(messages, budget, reason) + 1) if not splits_pair(messages, k))
+        k for k in range(1, evict_limit(messages, counts, budget, reason) + 1) if not splits_pair(messages, k))
     if p.tokens_after <= target:  # no smaller valid cut would have been enough
-        overflow = reason == "overflow" and counts.total > 0
-        scale = max(counts.total, budget.window + 1) / counts.total if overflow else 1.0
         for k in range(1, p.evict):
             if not splits_pair(messages, k):
-                freed = sum(round(s * scale) for s in counts.messages[:k])
-                new_summary = max(counts.summary + MARKER_TOKENS,
-                                  min(budget.summary_tokens, counts.summary + sum(counts.messages[:k])))
-                after = max(counts.total, budget.window + 1) if reason == "overflow" else counts.total
-                after = after - freed + round((new_summary - counts.summary) * scale)
-                assert after > target
+                assert size_after(messages, counts, budget, reason, k) > target
 
 
 @FAST
@@ -210,7 +224,7 @@ def test_alert_once_per_pressure_episode(totals: list[int], warn: float) -> None
 def test_overflow_always_makes_progress(scenario, attempt) -> None:  # type: ignore[no-untyped-def]
     messages, counts, budget = scenario
     p = plan(messages, counts, budget, reason="overflow", attempt=attempt)
-    evictable = any(not splits_pair(messages, k) for k in range(1, evict_limit(messages, budget, "overflow") + 1))
+    evictable = any(not splits_pair(messages, k) for k in range(1, evict_limit(messages, counts, budget, "overflow") + 1))
     if evictable:
         assert p.evict >= 1
     later = plan(messages, counts, budget, reason="overflow", attempt=attempt + 1)
@@ -244,6 +258,17 @@ def test_evicts_oldest_down_to_target_keeping_the_last_three() -> None:
     # target 720: 1100 - 100k + (a summary or marker of at most 96) <= 720 -> k = 5 (k=4 leaves 796)
     assert (p.action, p.evict, p.tokens_before, p.tokens_after) == ("evict", 5, 1100, 696)
     assert p.summary_tokens == 96
+
+
+def test_the_last_messages_go_when_keeping_them_leaves_the_request_over_the_threshold() -> None:
+    # a tool step and a reply, then a question too large to cut: keeping the last three would leave 950 of 1,000
+    messages = [Message.user("old"), call_msg("a"), result("a"), Message.assistant("done"), Message.user("big")]
+    counts = Counts(system=100, messages=(100, 10, 100, 40, 700))
+    p = plan(messages, counts, Budget(window=1000, summary_tokens=50))
+    assert p.action == "evict" and p.evict == 4  # everything before the question; the question stays whole
+    assert p.tokens_after <= 900 and not p.truncate
+    small = plan(messages, Counts(system=100, messages=(300, 10, 100, 40, 400)), Budget(window=1000, summary_tokens=50))
+    assert small.evict == 1  # when the last three fit, they stay
 
 
 def test_never_splits_a_call_from_its_results() -> None:
