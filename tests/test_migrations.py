@@ -10,6 +10,7 @@ from pathlib import Path
 import lancedb
 import pyarrow as pa
 import pytest
+from memory_helpers import call
 
 from agentos import Agent
 from agentos.agent.agent import list_agents
@@ -25,6 +26,7 @@ AGENTS_V1 = pa.schema([pa.field("name", pa.string(), nullable=False), pa.field("
                        pa.field("rev", pa.int64(), nullable=False), pa.field("updated_at", TIMESTAMP, nullable=False),
                        pa.field("state", pa.string(), nullable=False)], metadata=V1)
 EDITS_V1 = pa.schema([f for f in MEMORY_EDITS if f.name not in ("rev", "by")], metadata=V1)
+MESSAGES_V1 = pa.schema([f for f in MESSAGES if f.name != "search_text"], metadata=V1)
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
@@ -42,8 +44,8 @@ def old_store(home: Path) -> str:
         rows.append({"name": "ada", "agent_id": state.id, "rev": rev, "updated_at": T0 + timedelta(minutes=rev),
                      "state": state.model_dump_json()})
     db.create_table("agents", pa.Table.from_pylist(rows, schema=AGENTS_V1))
-    db.create_table("messages", pa.Table.from_pylist(
-        [message_row(state.id, 0, first), message_row(state.id, 1, reply)], schema=MESSAGES))
+    db.create_table("messages", pa.Table.from_pylist(  # before keyword search had its own column
+        [message_row(state.id, 0, first), message_row(state.id, 1, reply)], schema=MESSAGES_V1))
     db.create_table("memory_edits", pa.Table.from_pylist(
         [{"agent_id": state.id, "at": T0, "label": "human", "old_value": "", "new_value": "Name: Ada",
           "tool_call_id": "call-1"}], schema=EDITS_V1))
@@ -61,6 +63,7 @@ def test_an_old_store_is_upgraded_and_keeps_everything(agentos_home: Path) -> No
     db = lancedb.connect(str(agentos_home / "db"))
     assert schema_version(db.open_table("agents").schema) == schema_version(AGENTS) == 2
     assert schema_version(db.open_table("memory_edits").schema) == schema_version(MEMORY_EDITS) == 3
+    assert schema_version(db.open_table("messages").schema) == schema_version(MESSAGES) == 2
     assert db.open_table("agents").count_rows() == 1
     assert [s.name for s in list_agents()] == ["ada"]
 
@@ -88,10 +91,27 @@ def test_a_crash_in_the_middle_of_the_upgrade_leaves_a_store_that_opens(
     assert json.loads(agent.store.agent_row("ada").state)["message_count"] == 2  # type: ignore[union-attr]
 
 
+def test_old_messages_are_found_by_keyword_search_after_the_upgrade(agentos_home: Path) -> None:
+    old_store(agentos_home)
+    agent = Agent.load("ada", provider=ScriptedProvider([]))
+    found, is_error = call(agent, "conversation_search", query="name")
+    assert not is_error and "my name is Ada" in found
+
+
 def test_a_table_with_no_upgrade_path_is_a_clear_error(agentos_home: Path) -> None:
     from agentos.errors import StorageError
 
     db = lancedb.connect(str(agentos_home / "db"))
-    db.create_table("messages", schema=pa.schema([pa.field("id", pa.string())], metadata=V1))
-    with pytest.raises(StorageError, match="has schema version 1, which this agentos cannot upgrade to version 2"):
+    db.create_table("messages", schema=pa.schema([pa.field("id", pa.string())]))  # not stamped by any agentos
+    with pytest.raises(StorageError, match="has schema version 0, which this agentos cannot upgrade to version 2"):
         Agent.create("sam", provider=ScriptedProvider([])).add_history([Message.user("hi")])
+
+
+def test_a_table_whose_rows_do_not_match_its_version_is_a_clear_error(agentos_home: Path) -> None:
+    from agentos.errors import StorageError
+
+    db = lancedb.connect(str(agentos_home / "db"))
+    db.create_table("messages", schema=pa.schema([pa.field("id", pa.string())], metadata=V1))
+    with pytest.raises(StorageError, match="its rows do not match that version.*agentos doctor"):
+        Agent.create("sam", provider=ScriptedProvider([])).add_history([Message.user("hi")])
+    assert db.open_table("messages").count_rows() == 0 and schema_version(db.open_table("messages").schema) == 1

@@ -280,7 +280,13 @@ class Database:
 
     def _migrate(self, name: str, table: Any, found: int, schema: pa.Schema) -> Any:
         """Upgrade a table written by an older agentos to `schema`, crash-safe (see `replace_table`)."""
-        upgraded = upgrade(self, name, table.to_arrow(), found, schema_version(schema))
+        try:
+            upgraded = upgrade(self, name, table.to_arrow(), found, schema_version(schema))
+        except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:  # rows that are not what that version wrote
+            raise StorageError(
+                f"table {name!r} in {self.uri} has schema version {found}, but its rows do not match that version, "
+                f"so it cannot be upgraded ({type(exc).__name__}: {exc}). Run `agentos doctor` to see what it holds."
+            ) from exc
         if upgraded is None:
             raise StorageError(
                 f"table {name!r} in {self.uri} has schema version {found}, which this agentos cannot upgrade "
@@ -388,6 +394,27 @@ class Database:
             self._tables.pop(name, None)
             self._schemas.pop(name, None)
             self.reads.forget(name)
+
+    def add_stream(self, name: str, reader: pa.RecordBatchReader) -> None:
+        """Append a stream of batches to an existing table (one of TABLES) in one commit, without holding them all."""
+        table = self.table(name)
+        self.check_writable(name)
+        schema = table.schema
+        cast = (batch.select(schema.names).cast(schema) for batch in reader)  # the table's own column order and types
+        with storage_errors(f"write to {name!r}"):
+            table.add(pa.RecordBatchReader.from_batches(schema, cast))
+
+    def create_stream(self, name: str, reader: pa.RecordBatchReader) -> None:
+        """Create table `name` from a stream of batches (its schema, metadata included) in one commit."""
+        with self._lock, storage_errors(f"create table {name!r}"):
+            if name in self._table_names(name) and self._open_listed(name) is not None:
+                raise StorageError(f"table {name!r} already exists in {self.uri}.")
+            try:
+                self._tables[name] = self.connection.create_table(name, reader, schema=reader.schema)
+            except Exception:
+                self._failed_creates.add(name)
+                raise
+            self._schemas[name] = reader.schema
 
     def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
         """Append rows to a table in one commit."""

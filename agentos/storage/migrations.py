@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from agentos.storage.records import search_text_of
 from agentos.storage.schemas import STATE, state_table_name
 
 ROW_ID = "directory"  # the directory's one row (see storage.directory)
@@ -43,6 +44,12 @@ def agents_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
     return pa.table({"id": [ROW_ID], "rev": [0], "names": [json.dumps(names)]})
 
 
+def messages_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
+    """v2 stores what recall's keyword search indexes (date, speaker and text of speech; null for tool traffic)."""
+    rows = data.select(["role", "created_at", "name", "content"]).to_pylist()
+    return data.append_column("search_text", pa.array([search_text_of(row) for row in rows], pa.string()))
+
+
 def memory_edits_v1_to_v2(db: Database, data: pa.Table) -> pa.Table:
     """v2 records the state revision each edit landed with; older edits all landed, so theirs stays null."""
     return data.append_column("rev", pa.nulls(data.num_rows, pa.int64()))
@@ -55,6 +62,7 @@ def memory_edits_v2_to_v3(db: Database, data: pa.Table) -> pa.Table:
 
 STEPS: dict[tuple[str, int], Step] = {
     ("agents", 1): agents_v1_to_v2,
+    ("messages", 1): messages_v1_to_v2,
     ("memory_edits", 1): memory_edits_v1_to_v2,
     ("memory_edits", 2): memory_edits_v2_to_v3,
 }

@@ -30,13 +30,14 @@ def search_text(message: Message) -> str | None:
 
     The date words let "what did we say in May 2024" match (and lift LoCoMo hit@10 by ~0.02).
     """
-    if message.role not in ("user", "assistant") or not message.content.strip():
+    return search_text_of({"role": message.role, "created_at": message.created_at, "name": message.name,
+                           "content": message.content})
+
+
+def search_text_of(row: dict[str, Any]) -> str | None:
+    """The search text of a stored message, from its role, created_at, name and content (None for tool traffic)."""
+    if row["role"] not in ("user", "assistant") or not (row["content"] or "").strip():
         return None
-    return search_text_of({"created_at": message.created_at, "name": message.name, "content": message.content})
-
-
-def search_text_of(row: dict[str, Any]) -> str:
-    """The search text of a stored user or assistant message, from its created_at, name and content."""
     speaker = f"{row['name']}: " if row.get("name") else ""
     return f"{row['created_at']:%d %B %Y}: {speaker}{row['content'] or ''}"
 
