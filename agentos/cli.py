@@ -9,7 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentos.cli_history import add_history_commands
 from agentos.cli_memory import add_memory_commands
+from agentos.cli_transfer import add_transfer_commands
 from agentos.errors import AgentOSError
 
 
@@ -271,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true",
                    help="rebuild damaged tables from what can be read (a copy of each is kept in doctor-backups/)")
     add_memory_commands(sub)
+    add_transfer_commands(sub)
+    add_history_commands(sub)
     return parser
 
 

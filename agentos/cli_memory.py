@@ -80,6 +80,14 @@ def read_value(raw: str) -> str:
     return raw
 
 
+def edit_diff(old: str, new: str) -> list[str]:
+    """The lines an edit removed (-) and added (+), without context lines or file headers."""
+    import difflib
+
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+    return [line for line in lines if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+
+
 def cmd_memory(args: argparse.Namespace) -> int:
     from agentos.formatting import block_header, format_blocks
 
@@ -94,10 +102,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
         elif args.action == "show":
             print(format_blocks(agent.blocks))
         else:  # log
-            edits = agent.memory_edits()
+            edits = [e for e in agent.memory_edits() if args.label in (None, e.label)]
             for edit in edits[-args.last:] if args.last else edits:
-                print(f"{edit.at:%Y-%m-%d %H:%M:%S} {edit.by:<5} {edit.label}: {len(edit.old_value):,} -> "
+                who = "the model" + (f" ({edit.tool_call_id})" if edit.tool_call_id else "") if edit.by == "agent" \
+                    else "you (by hand)"
+                print(f"{edit.at:%Y-%m-%d %H:%M:%S}  [{edit.label}]  by {who}: {len(edit.old_value):,} -> "
                       f"{len(edit.new_value):,} chars")
+                for line in edit_diff(edit.old_value, edit.new_value):
+                    print(f"    {line}")
             if not edits:
                 print("No memory edits yet.")
     finally:
@@ -119,7 +131,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     agent = _load(args.name, write=True)
     try:
-        counts = agent.reindex(args.embedder, progress=_progress_bar)
+        counts = agent.reindex(args.embedder, progress=progress_bar)
     finally:
         agent.close()
     done = ", ".join(f"{n} {tier}" for tier, n in counts.items())
@@ -127,7 +139,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_bar(what: str, done: int, total: int) -> None:
+def progress_bar(what: str, done: int, total: int) -> None:
     width = 30
     filled = width * done // total if total else width
     sys.stderr.write(f"\r{what:<18} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
@@ -156,7 +168,8 @@ def add_memory_commands(sub: Any) -> None:
     s = actions.add_parser("set", help="replace a block's whole value (logged as your edit)")
     s.add_argument("label")
     s.add_argument("value", help="the new text, @FILE to read it from a file, or - to read stdin")
-    log = actions.add_parser("log", help="the edit log, oldest first: when, who (agent or user), which block")
+    log = actions.add_parser("log", help="the edit log as diffs, oldest first: when, who (the model or you), which block")
+    log.add_argument("label", nargs="?", help="only this block's edits")
     log.add_argument("--last", type=int, default=0, help="only the last N edits")
 
     p = sub.add_parser("archival", help="add, search, list or delete archival passages",

@@ -56,7 +56,25 @@ def test_memory_set_from_the_cli_is_logged_as_the_users_edit(tmp_path: Path, cap
     assert (edit.by, edit.tool_call_id, edit.old_value) == ("user", None, "y" * 4_000)
     reloaded.close()
     assert main(["memory", "sam", "log"]) == 0
-    assert " user  human: 4,000 -> 25 chars" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[human]  by you (by hand): 4,000 -> 25 chars" in out
+    assert "    -" + "y" * 4_000 in out and "    +Name: Sam\n    +Lives in Lisbon" in out
+
+
+def test_memory_log_shows_each_blocks_edits_as_diffs_with_who_made_them(capsys: pytest.CaptureFixture[str]) -> None:
+    provider = ScriptedProvider([Step(tool_calls=[("core_memory_append", {"label": "human", "content": "Likes tea"})]),
+                                 "Noted."])
+    agent = Agent.create("sam", human="Name: Sam", provider=provider)
+    list(agent.turn("I like tea"))
+    agent.set_block("persona", "A calm assistant.")
+    agent.close()
+    assert main(["memory", "sam", "log", "human"]) == 0
+    out = capsys.readouterr().out
+    assert "[human]  by the model (call-" in out and "    +Likes tea" in out
+    assert "    -Name: Sam" not in out  # only what changed: the line kept is not shown
+    assert "[persona]" not in out  # only the block asked for
+    assert main(["memory", "sam", "log"]) == 0
+    assert "[persona]  by you (by hand)" in capsys.readouterr().out
 
 
 def test_memory_set_refuses_what_the_window_cannot_hold_and_names_the_problem(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentos.agent.history import RestorePoint, RestorePoints, Rewound, point_row
 from agentos.agent.memory_access import AgentMemory
 from agentos.agent.paging import Pager, PagerView
 from agentos.agent.prompts import PromptRenderer
@@ -127,7 +128,8 @@ def provider_options(settings: AgentSettings) -> dict[str, Any]:
 def list_agents(home: str | Path | None = None, store: Store | None = None) -> list[AgentState]:
     """Every saved agent's state, most recently active first (read-only: works while agents are in use)."""
     store = _store(store, home)
-    states = [AgentState.model_validate_json(r.state) for r in store.agent_rows().values()]
+    states = [AgentState.model_validate_json(r.state).model_copy(update={"name": name})
+              for name, r in store.agent_rows().items()]  # the directory names an agent (a rename changes only it)
     return sorted(states, key=lambda s: s.last_active_at, reverse=True)
 
 
@@ -148,10 +150,11 @@ class Agent:
         self._lease = lease
         self.warnings: list[str] = []  # damage found when it was loaded (also issued as DamageWarning)
         self._extra_tools = list(tools)
-        self.prompts = PromptRenderer(owner.settings.prompt_dir)
+        self.prompts = PromptRenderer(owner.settings.prompt_dir, system_prompt=owner.settings.system_prompt)
         self.window = context_window(owner.settings, owner.model, provider)
         self.pager = Pager(owner.model, owner.settings.pager, self.prompts, self.window, provider)
         self.last_usage: Usage | None = None
+        self.history = RestorePoints(store.db, owner.id)
         self._open_tiers()
 
     def _open_tiers(self) -> None:
@@ -213,6 +216,7 @@ class Agent:
         lease = Lease(agent_id=state.id, name=name)
         agent = cls(TurnState(state, []), store, provider, tools, lease)
         store.create_agent(name, state.id, agent._owner.snapshot().model_dump_json(), lease)
+        agent.add_restore_point("(created)")
         agent._warn_about_window()
         return agent
 
@@ -249,7 +253,7 @@ class Agent:
             raise _not_found(name, store)
         try:
             state = AgentState.model_validate_json(row.state)
-            state.rev = row.rev
+            state.rev, state.name = row.rev, name  # the directory names an agent (a rename changes only it)
             store.damage.clear()  # what this load's reads find, not what earlier ones did
             messages = store.get_messages(state.id, state.in_context_ids)
             if provider is None and with_model and not read_only:
@@ -309,6 +313,32 @@ class Agent:
         store.delete_agent(row.agent_id, name, lease)
         delete_tiers(store.db, row.agent_id)
 
+    @staticmethod
+    def rename(old: str, new: str, home: str | Path | None = None, store: Store | None = None) -> None:
+        """Give agent `old` the name `new` (refused while another process has it open, or when `new` is taken)."""
+        Agent.rename_many({old: new}, home, store)
+
+    @staticmethod
+    def rename_many(names: dict[str, str], home: str | Path | None = None, store: Store | None = None) -> None:
+        """Rename several agents at once, {old: new}, so two can swap names; each must be free to open."""
+        store = _store(store, home)
+        leases: list[Lease] = []
+        try:
+            moves = {}
+            for old, new in names.items():
+                validate_name(old)
+                validate_name(new)
+                if store.agent_row(old) is None:
+                    raise _not_found(old, store)
+                lease = Lease(agent_id="", name=old)
+                row = store.open_agent(old, lease, action="it cannot be renamed", hint="Finish that session first.")
+                leases.append(lease)
+                moves[row.agent_id] = (old, new)
+            store.rename_agents(moves)
+        finally:
+            for lease in leases:
+                store.release(lease)
+
     # -- properties --------------------------------------------------------------------------
 
     @property
@@ -363,6 +393,8 @@ class Agent:
     def update_settings(self, **changes: Any) -> AgentSettings:
         """Change settings (validated; saved with the next step), e.g. `update_settings(context_window=32_000)`."""
         settings = self._owner.update_settings(**changes)
+        if {"prompt_dir", "system_prompt"} & changes.keys():
+            self.prompts = PromptRenderer(settings.prompt_dir, system_prompt=settings.system_prompt)
         self.window = context_window(settings, self.model, self._provider)
         self.pager = Pager(self.model, settings.pager, self.prompts, self.window, self._provider)
         self.tools.output_limit = settings.tool_output_limit
@@ -488,6 +520,46 @@ class Agent:
         self._owner.add_history(list(messages), in_context)
         return self.save()
 
+    def restore_points(self) -> list[RestorePoint]:
+        """The points this agent can be rewound to, oldest first: 0 is its creation, then the end of each turn."""
+        return self.history.list(self._owner.rev)
+
+    def add_restore_point(self, label: str) -> None:
+        """Save, and keep the saved state as a point to rewind to (turns add theirs as they end)."""
+        self.save()
+        self.check_writable()
+        self.history.add(point_row(self._owner.snapshot(), self._owner.rev, utc_now(), label))
+
+    def rewind(self, turn: int) -> Rewound:
+        """Go back to restore point `turn`: blocks, context, summary, counters and archival memory as they were then.
+
+        The messages and passages stored since are removed; keep a copy first if they may be wanted again
+        (`agentos rewind` does, and its `--undo` swaps the copy back)."""
+        self.check_writable()
+        self.save()
+        points = self.restore_points()
+        point = next((p for p in points if p.turn == turn), None)
+        if point is None:
+            raise AgentOSError(f'agent "{self.name}" has no restore point {turn}: its points are 0 to '
+                               f"{len(points) - 1}. See them with: agentos history {self.name}")
+        state = self.history.state(point, self._owner.rev)
+        if state.settings.embedder != self._owner.settings.embedder:
+            raise AgentOSError(f"restore point {turn} is from before the agent was re-embedded "
+                               f"({state.settings.embedder} -> {self._owner.settings.embedder}); it cannot go back "
+                               f"past that. Rewind to a later point, or fork the agent instead.")
+        from agentos.agent.context import repair_context
+
+        context = repair_context(self.store.get_messages(self.id, state.in_context_ids))
+        edits = self._owner.restore(state, context)
+        self.save()
+        later = self.store.uncommitted(self.id, state.message_count)  # the messages after the point
+        if later:
+            self.tiers.discard(later)
+            self.store.discard_messages(self.id, later)
+        removed = self.tiers.rewind(point.at)
+        self.history.forget_after(point.rev)
+        return Rewound(point=point, messages=len(later), edits=len(edits), items=removed)
+
     def reindex(self, spec: str, progress: Progress | None = None) -> dict[str, int]:
         """Re-embed every tier with embedder `spec` and make it the agent's embedder; counts by tier."""
         self.check_writable()
@@ -543,8 +615,9 @@ class Agent:
             self.store.discard_messages(self.id, orphans)
         self.store.log_edits(self.id, unlogged, some_logged=True)
 
-    def save(self) -> StepSaved | None:
-        """Commit what changed since the last save, as one step; None when nothing did.
+    def save(self, restore_point: str | None = None) -> StepSaved | None:
+        """Commit what changed since the last save, as one step; None when nothing did. With `restore_point` (the
+        question of the turn this step ends), the state it saves is also kept as a point to rewind to.
 
         Raises StorageError (nothing is lost: the next save writes it) or LeaseLostError."""
         if not self._owner.has_changes:
@@ -553,6 +626,9 @@ class Agent:
         assert self._lease is not None
         earlier = self._owner.unlogged()  # edits of saved states: logged while this step is written
         step, state_json, ids = self._owner.prepare_save(self.tiers.after_step)
+        if restore_point is not None and self.history.table_name not in step.chunks:
+            self.history.open()
+            step.add(self.history.table_name, [point_row(self._owner.snapshot(), step.rev, utc_now(), restore_point)])
         try:
             rev, logged = self.store.write_step(self.id, self._lease, step, state_json, earlier)
         except AgentDeletedError:

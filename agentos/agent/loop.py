@@ -152,7 +152,7 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                     )
                 yield ToolCallFinished(call_id=call.id, name=call.name, result=outcome.text, is_error=outcome.is_error)
             try:
-                saved = agent.save()
+                saved = agent.save(restore_point=None if calls else user.content)  # a finished turn is a restore point
             except AgentOSError as exc:
                 yield _failure(exc, steps)
                 return

@@ -53,11 +53,12 @@ def _format_hour(value: datetime) -> str:
 
 
 class PromptRenderer:
-    """Renders one agent's prompts; a user's prompt directory overrides any built-in template."""
+    """Renders one agent's prompts; a user's prompt directory overrides any built-in template, and `system_prompt`
+    (the agent's own instructions, kept word for word) replaces system.j2."""
 
-    def __init__(self, prompt_dir: str | None = None) -> None:
+    def __init__(self, prompt_dir: str | None = None, *, system_prompt: str | None = None) -> None:
         self.env = _environment(prompt_dir)
-        self._static: str | None = None
+        self._static: str | None = system_prompt
 
     def render(self, name: str, **values: object) -> str:
         try:
@@ -68,7 +69,7 @@ class PromptRenderer:
             raise ConfigError(f"prompt template {name!r} is invalid: {exc}") from exc
 
     def static(self) -> str:
-        """The instructions: rendered once, so they are byte-identical on every call."""
+        """The instructions (the agent's own `system_prompt`, or system.j2 rendered once): byte-identical on every call."""
         if self._static is None:
             self._static = self.render("system.j2")
         return self._static

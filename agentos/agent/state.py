@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from agentos.blocks import Block, MemoryEdit
 from agentos.errors import InvalidNameError
 from agentos.messages import new_id, utc_now
+from agentos.text import ValidText
 
 STATE_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -53,6 +54,8 @@ class AgentSettings(BaseModel):
     # OpenAI-compatible servers (Ollama, llama.cpp, vLLM, LM Studio), off for OpenAI, Anthropic and OpenRouter.
     text_tool_calls: bool | None = None
     max_output_tokens: int | None = Field(default=None, gt=0)  # each model call's output cap (None: the default)
+    # The instructions, word for word, in place of the rendered system.j2 (an imported Letta agent keeps its own).
+    system_prompt: ValidText | None = None
 
 
 class AgentState(BaseModel):

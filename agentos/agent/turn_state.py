@@ -194,6 +194,29 @@ class TurnState:
         self._state.compactions += 1
         self._changed = True
 
+    def restore(self, point: AgentState, context: Sequence[Message]) -> list[MemoryEdit]:
+        """Go back to a restore point: its blocks (each block it changes is logged as an edit by the user), context,
+        summary and counters. Settings, tools and the token calibration stay as they are now."""
+        if self._new_messages or self._pending:
+            raise RuntimeError("save the agent before rewinding it")
+        now = {b.label: b.value for b in self._memory}
+        edits = [MemoryEdit(label=b.label, old_value=now.get(b.label, ""), new_value=b.value, by="user")
+                 for b in point.blocks if now.get(b.label, "") != b.value]
+        kept = {b.label for b in point.blocks}
+        edits += [MemoryEdit(label=label, old_value=value, new_value="", by="user")
+                  for label, value in now.items() if label not in kept]
+        self._memory = CoreMemory([b.model_copy() for b in point.blocks])
+        self._context = list(context)
+        state = self._state
+        state.summary, state.message_count, state.compactions = point.summary, point.message_count, point.compactions
+        state.memory_pressure_alerted, state.lost_messages = point.memory_pressure_alerted, point.lost_messages
+        if edits:
+            state.last_memory_edit_at = edits[-1].at
+        self._new_edits += edits
+        self._unreported += edits
+        self._changed = True
+        return edits
+
     def calibrate(self, calibration: Calibration) -> None:
         self._state.token_ratio, self._state.token_offset = calibration.tokens_per_byte, calibration.offset
 

@@ -35,6 +35,7 @@ from agentos.memory.search import (
     nearest_rows,
     query_vector,
     tag_clause,
+    timestamp_literal,
 )
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
@@ -294,6 +295,21 @@ class ArchivalTier(Tier):
         self._count = max(0, stored - 1)
         self.ctx.wrote(self.table_name)
         return True
+
+    def rewind(self, to: datetime) -> int:
+        """Delete the passages stored after `to` (a rewind to a point before them)."""
+        self.ctx.check_writable("rewind archival memory")
+        if self.ctx.db.count_rows(self.table_name) is None:
+            return 0
+        where = f"created_at > {timestamp_literal(to)}"
+        with storage_errors("rewind archival memory"):
+            self.ctx.db.check_writable(self.table_name)
+            removed = int(self.table.count_rows(where))
+            if removed:
+                self.table.delete(where)
+        self._count = None
+        self.ctx.wrote(self.table_name)
+        return removed
 
     def nearest(self, query: str, k: int = 10, *, exact: bool = False) -> list[str]:
         """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""

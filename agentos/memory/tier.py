@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import ClassVar
 
 from agentos.errors import ReadOnlyAgentError
@@ -83,6 +84,11 @@ class Tier(ABC):
 
     def discard(self, message_ids: Sequence[str]) -> None:  # noqa: B027 - optional: most tiers write no step rows
         """Forget rows made for messages whose step never landed (a crash before the state was written)."""
+
+    def rewind(self, to: datetime) -> int:
+        """Take back what this tier stored after `to` that no message holds (rows made for messages go with
+        `discard`); return how many items were removed."""
+        return 0
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Rebuild what depends on the embedder with `embedder`; return how many items were re-embedded."""

@@ -8,6 +8,7 @@ model with the others, without changes anywhere else.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import TypeVar
 
 from agentos.errors import StorageError, ToolError
@@ -88,3 +89,7 @@ class Tiers:
     def discard(self, message_ids: Sequence[str]) -> None:
         for tier in self._tiers:
             tier.discard(message_ids)
+
+    def rewind(self, to: datetime) -> dict[str, int]:
+        """Each tier's own items stored after `to`, taken back; how many, by tier."""
+        return {tier.name: tier.rewind(to) for tier in self._tiers}

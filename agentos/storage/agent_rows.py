@@ -130,15 +130,16 @@ class AgentRows:
 
     # -- creating ------------------------------------------------------------------------------
 
-    def insert(self, name: str, agent_id: str, state_json: str, lease: Lease) -> None:
-        """Add a new agent held by `lease`. Its state table is made first; claiming the name in the directory
-        makes the agent exist, and refuses a name that is taken, even by a create racing this one."""
+    def insert(self, name: str, agent_id: str, state_json: str, lease: Lease, *, rev: int = 0) -> None:
+        """Add a new agent held by `lease`, its state at revision `rev` (an import keeps its own). Its state table
+        is made first; claiming the name in the directory makes the agent exist, and refuses a name that is taken,
+        even by a create racing this one."""
         if name in self.directory.names():
             raise AgentExistsError(f'an agent named "{name}" already exists. Pick another name or delete it first.')
         lease.agent_id, lease.name = agent_id, name
         lease.held_until(lease.extended())
         self.db.create(state_table_name(agent_id), STATE, [{
-            "agent_id": agent_id, "rev": 0, "updated_at": utc_now(), "state": state_json,
+            "agent_id": agent_id, "rev": rev, "updated_at": utc_now(), "state": state_json,
             "lease_token": lease.token, "lease_holder": lease.holder.to_json(), "lease_expires_at": lease.expires_at,
             "step_id": None,
         }])

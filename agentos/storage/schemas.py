@@ -76,6 +76,23 @@ MEMORY_EDITS = _versioned(
     MEMORY_EDITS_VERSION,
 )
 
+RESTORE_POINTS_VERSION = 1
+RESTORE_POINTS = _versioned(  # one agent's restore points: its state after each turn (rewind goes back to one)
+    [
+        pa.field("rev", pa.int64(), nullable=False),  # the state revision the turn ended with
+        pa.field("at", TIMESTAMP, nullable=False),
+        pa.field("message_count", pa.int64(), nullable=False),
+        pa.field("label", pa.string(), nullable=False),  # the turn's question, cut to one line
+        pa.field("state", pa.binary(), nullable=False),  # AgentState as zlib-compressed JSON
+    ],
+    RESTORE_POINTS_VERSION,
+)
+
+
+def restore_points_table_name(agent_id: str) -> str:
+    return f"restore_points_{agent_id}"
+
+
 EMBEDDER_KEY = b"agentos.embedder"
 EMBEDDER_DIM_KEY = b"agentos.embedder_dim"
 

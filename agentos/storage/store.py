@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from agentos.blocks import MemoryEdit
-from agentos.errors import AgentDeletedError, DamagedStoreError, LeaseLostError, StorageError
+from agentos.errors import AgentDeletedError, AgentExistsError, DamagedStoreError, LeaseLostError, StorageError
 from agentos.messages import Message
 from agentos.storage.agent_rows import AgentRow, AgentRows
 from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
@@ -27,7 +27,7 @@ from agentos.storage.lease import Lease
 from agentos.storage.lease_keeper import LeaseKeeper
 from agentos.storage.maintenance import Maintenance
 from agentos.storage.records import edit_row, message_row, row_edit, row_message
-from agentos.storage.schemas import TABLES, state_table_name
+from agentos.storage.schemas import TABLES, restore_points_table_name, state_table_name
 
 Rows = Any  # a list of row dicts, or a pyarrow Table
 
@@ -87,7 +87,7 @@ class Store:
     def agent_row(self, name: str) -> AgentRow | None:
         return self.agents.get(name)
 
-    def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease) -> None:
+    def create_agent(self, name: str, agent_id: str, state_json: str, lease: Lease, *, rev: int = 0) -> None:
         """Add a new agent, held by `lease` from the start (refused while the directory lost committed versions:
         claiming a name commits over them)."""
         lost = self.lost_versions("agents")
@@ -95,7 +95,7 @@ class Store:
             raise DamagedStoreError(
                 f"no agent can be created now: the newest {lost} version(s) of the agent directory are missing, "
                 f"though their data is still on disk. Run `agentos doctor --repair` to restore them first.")
-        self.agents.insert(name, agent_id, state_json, lease)
+        self.agents.insert(name, agent_id, state_json, lease, rev=rev)
         self.leases.keep(lease)
         self.maintenance.committed(["agents"])
 
@@ -120,6 +120,26 @@ class Store:
         self.maintenance.committed([state_table_name(row.agent_id)])
         return row
 
+    def rename_agents(self, moves: dict[str, tuple[str, str]]) -> None:
+        """Rename agents, {agent id: (old name, new name)}, all in one compare-and-set (a swap of two names too)."""
+        def move(names: dict[str, str]) -> dict[str, str] | None:
+            if any(names.get(old) != agent_id for agent_id, (old, _) in moves.items()):
+                return None
+            freed = {old for old, _ in moves.values()}
+            if any(new in names and new not in freed for _, new in moves.values()):
+                return None
+            renamed = {old: new for old, new in moves.values()}
+            return {renamed.get(name, name): i for name, i in names.items()}
+
+        if not self.agents.directory.change(move):
+            names = self.agents.directory.names()
+            for agent_id, (old, _) in moves.items():
+                if names.get(old) != agent_id:
+                    raise AgentDeletedError(f'agent "{old}" was deleted or renamed by another process.')
+            taken = next(new for _, new in moves.values() if new in names)
+            raise AgentExistsError(f'an agent named "{taken}" already exists. Pick another name.')
+        self.maintenance.committed(["agents"])
+
     def release(self, lease: Lease) -> None:
         self.agents.release(lease)
 
@@ -142,6 +162,7 @@ class Store:
                 table.delete(f"agent_id = {quote(agent_id)}")
             self.db.drop(state_table_name(agent_id))
             self.db.drop(state_table_name(agent_id) + SWAP_SUFFIX)
+            self.db.drop(restore_points_table_name(agent_id))
 
     # -- the step ------------------------------------------------------------------------------
 

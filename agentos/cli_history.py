@@ -1,0 +1,128 @@
+"""The `history` and `rewind` commands: an agent's restore points, going back to one, and undoing that."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agentos.errors import AgentOSError
+
+BACKUP = "{base}.before-rewind-{n}"  # the copy a rewind keeps of the agent as it was
+SWAPPED = "{base}.rewound-{n}"  # the rewound agent, once `--undo` has put the copy back
+BASE_CHARS = 40  # names are at most 64 characters
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent
+
+    agent = Agent.load(args.name, read_only=True)
+    points = agent.restore_points()
+    shown = points[-args.last:] if args.last else points
+    print(f'Restore points of "{agent.name}" (rewind with: agentos rewind {agent.name} --to N):')
+    print(f"  {'N':>4}  {'WHEN':<16}  {'MESSAGES':>8}  QUESTION")
+    for point in shown:
+        print(f"  {point.turn:>4}  {point.at.astimezone():%Y-%m-%d %H:%M}  {point.message_count:>8,}  {point.label}")
+    backups = _backups(agent.name, agent.store.agent_rows())
+    if backups:
+        print(f"Copies kept by earlier rewinds: {', '.join(name for _, name in backups)} "
+              f"(agentos rewind {agent.name} --undo puts the newest back)")
+    return 0
+
+
+def _backups(name: str, rows: Any) -> list[tuple[int, str]]:
+    """The copies earlier rewinds of `name` kept, as (number, name), oldest first."""
+    base = re.escape(name[:BASE_CHARS])
+    found = [(int(m.group(1)), other) for other in rows if (m := re.fullmatch(rf"{base}\.before-rewind-(\d+)", other))]
+    return sorted(found)
+
+
+def _confirm(question: str, yes: bool) -> bool:
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise AgentOSError("refusing to rewind without confirmation; pass --yes.")
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def cmd_rewind(args: argparse.Namespace) -> int:
+    if args.undo:
+        return _undo(args)
+    if args.to is None:
+        raise AgentOSError("say where to: --to N (a restore point from `agentos history`), or --undo.")
+    from agentos.agent.agent import Agent
+    from agentos.cli_transfer import transfer_progress
+    from agentos.portable.archive import export_agent, import_agent
+
+    agent = Agent.load(args.name, with_model=False)
+    try:
+        points = agent.restore_points()
+        point = next((p for p in points if p.turn == args.to), None)
+        if point is None:
+            raise AgentOSError(f'agent "{agent.name}" has no restore point {args.to}: its points are 0 to '
+                               f"{len(points) - 1}. See them with: agentos history {agent.name}")
+        turns = len(points) - 1 - point.turn
+        messages = agent.state.message_count - point.message_count
+        n = max((number for number, _ in _backups(agent.name, agent.store.agent_rows())), default=0) + 1
+        backup = BACKUP.format(base=agent.name[:BASE_CHARS], n=n)
+        print(f'Rewinding "{agent.name}" to point {point.turn} ({point.at.astimezone():%Y-%m-%d %H:%M}, '
+              f'"{point.label}") takes back {turns} turn(s) and {messages:,} message(s), with the memory edits and '
+              f'archival passages made since. The agent as it is now is kept as "{backup}" first.')
+        if not _confirm("Rewind?", args.yes):
+            print("Not rewound.")
+            return 1
+        with tempfile.TemporaryDirectory(prefix="agentos-rewind-") as scratch:
+            copy = Path(scratch) / "before.agentos"
+            export_agent(agent.store, agent.name, copy, progress=transfer_progress)
+            import_agent(agent.store, copy, backup, progress=transfer_progress, new_identity=True)
+        done = agent.rewind(point.turn)
+    finally:
+        agent.close()
+    passages = done.items.get("archival", 0)
+    print(f'Rewound "{agent.name}" to point {point.turn}: {done.messages:,} message(s), {done.edits} block change(s) '
+          f"and {passages} archival passage(s) taken back. Undo with: agentos rewind {agent.name} --undo")
+    return 0
+
+
+def _undo(args: argparse.Namespace) -> int:
+    from agentos.agent.agent import Agent, open_store
+
+    store = open_store()
+    if store.agent_row(args.name) is None:
+        Agent.load(args.name, read_only=True)  # says that there is no such agent, and which there are
+    backups = _backups(args.name, store.agent_rows())
+    if not backups:
+        raise AgentOSError(f'no rewind of "{args.name}" to undo: no copy named '
+                           f'"{BACKUP.format(base=args.name[:BASE_CHARS], n="N")}" exists.')
+    n, backup = backups[-1]
+    swapped = SWAPPED.format(base=args.name[:BASE_CHARS], n=n)
+    print(f'Undoing the last rewind of "{args.name}": the copy "{backup}" becomes "{args.name}" again, and the '
+          f'rewound agent is kept as "{swapped}".')
+    if not _confirm("Undo?", args.yes):
+        print("Not undone.")
+        return 1
+    Agent.rename_many({args.name: swapped, backup: args.name})
+    print(f'"{args.name}" is back as it was before the rewind; the rewound one is "{swapped}" '
+          f"(delete it with: agentos delete {swapped}).")
+    return 0
+
+
+def add_history_commands(sub: Any) -> None:
+    """Register `history` and `rewind` on the top-level subparsers."""
+    p = sub.add_parser("history", help="list an agent's restore points (one per turn)",
+                       description="list an agent's restore points: its creation, then the end of each turn")
+    p.set_defaults(handler=cmd_history)
+    p.add_argument("name")
+    p.add_argument("--last", type=int, default=20, help="only the last N points (0: all; default 20)")
+
+    p = sub.add_parser("rewind", help="go back to a restore point (a copy of the agent is kept; --undo)",
+                       description="restore an agent's blocks, context, summary, counters and archival memory to a "
+                                   "restore point; the agent as it was is kept as a copy, which --undo puts back")
+    p.set_defaults(handler=cmd_rewind)
+    p.add_argument("name")
+    p.add_argument("--to", type=int, metavar="N", help="the restore point (see agentos history NAME)")
+    p.add_argument("--undo", action="store_true", help="put back the copy the last rewind kept")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")

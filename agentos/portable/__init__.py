@@ -1,0 +1,1 @@
+"""Moving agents in and out: the agentos export file, and Letta Agent Files."""

@@ -1,0 +1,283 @@
+"""The agentos export file: one agent, everything it knows, in one portable file.
+
+A zip of stored members: `manifest.json` (format, version, what is inside and how many rows), `state.json`
+(the agent's state: settings, blocks, in-context ids, summary, counters; secrets live in the config file and are
+never in it), and one Arrow IPC stream (zstd-compressed) per table: the agent's messages, its memory edit log, its restore points
+and every table of every memory tier (`tiers/<tier>/<table>.arrow`, found through `Tier.table_names`, so a new tier
+is exported with no change here). Arrow keeps vectors as float32 and each table's schema metadata (the embedder's
+identity); the zip keeps a CRC of every member, so a damaged file is refused before anything is written.
+Tables are streamed in batches both ways: memory stays bounded whatever the agent's size.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from pydantic import ValidationError
+
+from agentos.agent.state import AgentState, validate_name
+from agentos.errors import AgentExistsError, AgentOSError
+from agentos.memory import tiers as tier_registry
+from agentos.messages import new_id
+from agentos.storage.db import quote
+from agentos.storage.schemas import restore_points_table_name, state_table_name
+from agentos.storage.store import Store
+
+FORMAT = "agentos-agent"
+FORMAT_VERSION = 1
+SUFFIX = ".agentos"
+BATCH_ROWS = 4096
+AGENT_PLACEHOLDER = "AGENT"  # a tier's table names are written with this in place of the agent's id
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+class ExportFileError(AgentOSError):
+    """An export file that cannot be imported: not one, damaged, cut short or from a newer agentos."""
+
+
+@dataclass
+class TransferReport:
+    """What an export or import did: the agent, the rows of each member, and what was left out (and why)."""
+
+    name: str
+    path: Path
+    rows: dict[str, int] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        counts = ", ".join(f"{n:,} {member}" for member, n in self.rows.items())
+        out = [f'agent "{self.name}" <-> {self.path}: {counts or "no rows"}']
+        out += [f"  not imported: {why}" for why in self.skipped]
+        return out
+
+
+def _member_label(member: str) -> str:
+    """How a member is named to people: "messages", "memory edits", "archival", "recall vectors"."""
+    stem = member.removesuffix(".arrow").rsplit("/", 1)[-1]
+    return stem.replace("_" + AGENT_PLACEHOLDER, "").replace("_", " ")
+
+
+def _tier_members(agent_id: str) -> Iterator[tuple[str, str, str]]:
+    """(member, table, tier name) of every table every tier may hold for the agent."""
+    for kind in tier_registry.TIER_KINDS:  # looked up now: a tier registered since is included
+        for template, table in zip(kind.table_names(AGENT_PLACEHOLDER), kind.table_names(agent_id), strict=True):
+            yield f"tiers/{kind.name}/{template}.arrow", table, kind.name
+
+
+def _write_stream(out: IO[bytes], schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> int:
+    options = ipc.IpcWriteOptions(compression="zstd")
+    rows = 0
+    with ipc.new_stream(out, schema, options=options) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
+def _scan(store: Store, table: str, where: str | None) -> tuple[pa.Schema, int, Iterator[pa.RecordBatch]] | None:
+    """The table's schema, the number of matching rows and a stream of them; None when the table does not exist."""
+    handle = store.db.existing(table)
+    if handle is None:
+        return None
+    handle.checkout_latest()
+    dataset = handle.to_lance()
+    total = int(dataset.count_rows(filter=where)) if where else int(dataset.count_rows())
+    schema = handle.schema
+    scan = dataset.to_batches(filter=where, batch_size=BATCH_ROWS, batch_readahead=2, fragment_readahead=1,
+                              io_buffer_size=16 << 20)  # little read ahead: memory stays bounded
+    return schema, total, _rebatched(scan, schema)
+
+
+def _rebatched(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Batches of about BATCH_ROWS rows (a table written step by step has many small fragments), with `schema`."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if batch.num_rows:
+            pending.append(batch)
+            rows += batch.num_rows
+        if rows >= BATCH_ROWS:
+            yield from pa.Table.from_batches(pending).cast(schema).combine_chunks().to_batches()
+            pending, rows = [], 0
+    if pending:
+        yield from pa.Table.from_batches(pending).cast(schema).combine_chunks().to_batches()
+
+
+def _counted(batches: Iterator[pa.RecordBatch], what: str, total: int, progress: Progress | None) -> Iterator[pa.RecordBatch]:
+    done = 0
+    for batch in batches:
+        done += batch.num_rows
+        if progress is not None:
+            progress(what, done, total)
+        yield batch
+
+
+def export_agent(store: Store, name: str, path: Path, progress: Progress | None = None) -> TransferReport:
+    """Write agent `name` to `path` (read-only: the agent may be in use elsewhere; what its last saved step holds
+    is exported). The file appears only once complete."""
+    from agentos.agent.agent import Agent
+
+    agent = Agent.load(name, store=store, read_only=True)
+    state = agent.state.snapshot()
+    agent_id = state.id
+    report = TransferReport(name=name, path=path)
+    tables: list[tuple[str, str, str | None]] = [
+        ("messages.arrow", "messages", f"agent_id = {quote(agent_id)} AND seq < {state.message_count}"),
+        ("memory_edits.arrow", "memory_edits", f"agent_id = {quote(agent_id)}"),
+        ("restore_points.arrow", restore_points_table_name(agent_id), f"rev <= {state.rev}"),
+        *((member, table, None) for member, table, _ in _tier_members(agent_id)),
+    ]
+    partial = path.with_name(path.name + ".partial")
+    members: dict[str, dict[str, Any]] = {}
+    try:
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+            archive.writestr("state.json", state.model_dump_json())
+            for member, table, where in tables:
+                scanned = _scan(store, table, where)
+                if scanned is None:
+                    continue
+                schema, total, batches = scanned
+                with archive.open(member, "w", force_zip64=True) as out:
+                    rows = _write_stream(out, schema, _counted(batches, _member_label(member), total, progress))
+                if progress is not None and rows == 0:
+                    progress(_member_label(member), 0, 0)
+                members[member] = {"rows": rows}
+                report.rows[_member_label(member)] = rows
+            manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "exported_at": datetime.now(UTC).isoformat(),
+                        "name": name, "agent_id": agent_id, "members": members}
+            from agentos import __version__
+
+            manifest["agentos_version"] = __version__
+            archive.writestr("manifest.json", json.dumps(manifest, indent=1))
+        partial.replace(path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return report
+
+
+def read_manifest(archive: zipfile.ZipFile, path: Path) -> dict[str, Any]:
+    """The manifest of an export file, checked: the format, a version this agentos reads, members that exist."""
+    try:
+        manifest = json.loads(archive.read("manifest.json"))
+    except KeyError:
+        raise ExportFileError(f"{path} is a zip file but not an agentos export (it has no manifest.json).") from None
+    except (ValueError, zipfile.BadZipFile) as exc:
+        raise ExportFileError(f"{path} is damaged: its manifest cannot be read ({exc}).") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ExportFileError(f"{path} is not an agentos export (its manifest names format {manifest.get('format')!r}).")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ExportFileError(f"{path} was written by a newer agentos (format version {version}; this one reads up "
+                              f"to {FORMAT_VERSION}). Upgrade agentos to import it.")
+    names = set(archive.namelist())
+    missing = [m for m in ["state.json", *manifest.get("members", {})] if m not in names]
+    if missing:
+        raise ExportFileError(f"{path} is incomplete: it lacks {', '.join(missing)}.")
+    return manifest
+
+
+def open_export(path: Path) -> zipfile.ZipFile:
+    """The export file opened and every member's checksum verified (a damaged or cut-short file is refused)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise ExportFileError(f"{path} does not exist.") from None
+    except zipfile.BadZipFile:
+        raise ExportFileError(f"{path} is not a complete agentos export: it is cut short or not a zip file at all. "
+                              f"Export the agent again.") from None
+    except OSError as exc:
+        raise ExportFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        bad = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        archive.close()
+        raise ExportFileError(f"{path} is damaged ({exc}). Export the agent again.") from None
+    if bad is not None:
+        archive.close()
+        raise ExportFileError(f"{path} is damaged: member {bad} fails its checksum. Export the agent again.")
+    return archive
+
+
+def _read_stream(archive: zipfile.ZipFile, member: str) -> ipc.RecordBatchStreamReader:
+    return ipc.open_stream(archive.open(member))
+
+
+def _with_agent(batches: Iterator[pa.RecordBatch], agent_id: str) -> Iterator[pa.RecordBatch]:
+    """The batches with their agent_id column set to `agent_id` (an import may give the agent a new id)."""
+    for batch in batches:
+        index = batch.schema.get_field_index("agent_id")
+        if index >= 0:
+            batch = batch.set_column(index, batch.schema.field(index), pa.array([agent_id] * batch.num_rows, pa.string()))
+        yield batch
+
+
+def import_agent(store: Store, path: Path, name: str | None = None, progress: Progress | None = None,
+                 *, new_identity: bool = False) -> TransferReport:
+    """Restore the agent in export file `path` as `name` (default: its own). Refused, with nothing written, when the
+    name is taken or the file is damaged; a failure part-way removes what was written. `new_identity` gives the
+    copy a new id even when the file's id is free (a fork)."""
+    from agentos.agent.agent import Agent
+    from agentos.memory.tiers import delete_tiers
+    from agentos.storage.lease import Lease
+
+    with open_export(path) as archive:
+        manifest = read_manifest(archive, path)
+        try:
+            state = AgentState.model_validate_json(archive.read("state.json"))
+        except ValidationError as exc:
+            raise ExportFileError(f"{path} holds an agent state this agentos cannot read: {exc.errors()[0]['msg']}.") from None
+        target = validate_name(name or state.name)
+        if store.agent_row(target) is not None:
+            hint = "Import it under another name with --name NEW." if name is None else "Pick another name."
+            raise AgentExistsError(f'an agent named "{target}" already exists. {hint}')
+        taken = {row.agent_id for row in store.agent_rows().values()}
+        agent_id = state.id
+        if new_identity or agent_id in taken or store.db.exists(state_table_name(agent_id)):
+            agent_id = new_id("agent")
+        report = TransferReport(name=target, path=path)
+        members: dict[str, Any] = manifest.get("members", {})
+        tiers = {member: table for member, table, _ in _tier_members(agent_id)}
+        tiers["restore_points.arrow"] = restore_points_table_name(agent_id)  # per agent, created whole like a tier's
+        try:
+            for member, info in members.items():
+                total = int(info.get("rows", 0))
+                label = _member_label(member)
+                reader = _read_stream(archive, member)
+                batches = _counted(_with_agent(iter(reader), agent_id), label, total, progress)
+                if member in ("messages.arrow", "memory_edits.arrow"):
+                    table = member.removesuffix(".arrow")
+                    first = next(batches, None)
+                    if first is not None:
+                        store.db.add_stream(table, pa.RecordBatchReader.from_batches(
+                            first.schema, _chain(first, batches)))
+                elif member in tiers:
+                    store.db.create_stream(tiers[member], pa.RecordBatchReader.from_batches(reader.schema, batches))
+                else:
+                    report.skipped.append(f"{label} ({info.get('rows', 0)} rows): its memory tier is not installed here")
+                    continue
+                report.rows[label] = total
+            state.id, state.name = agent_id, target
+            lease = Lease(agent_id=agent_id, name=target)
+            store.create_agent(target, agent_id, state.model_dump_json(), lease, rev=state.rev)
+            store.release(lease)
+        except BaseException:
+            store.purge(agent_id)
+            delete_tiers(store.db, agent_id)
+            raise
+    Agent.load(target, store=store, read_only=True)  # it opens: the check a user would make next
+    return report
+
+
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
