@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file).expanduser()
     native = path.suffix == SUFFIX or not path.is_file() or zipfile.is_zipfile(path)
     if not native:  # a Letta agent file (JSON)
-        from agentos.portable.letta_af import import_af
+        from agentos.portable.letta_af import import_af, read_af
+
+        if not (args.agent or args.all) and sys.stdin.isatty():
+            agents = read_af(path).agents
+            if len(agents) > 1:
+                for number, one in enumerate(agents, 1):
+                    print(f"  {number}. {one.name} ({one.id})")
+                answer = input(f"{path.name} holds {len(agents)} agents; import which (a number, or 'all')? ").strip()
+                if answer.lower() == "all":
+                    args.all = True
+                elif answer.isdigit() and 1 <= int(answer) <= len(agents):
+                    args.agent = agents[int(answer) - 1].id
+                else:
+                    raise AgentOSError(f"{answer!r} is not one of the numbers shown, nor 'all'; nothing was imported.")
 
         reports = import_af(open_store(), path, agent=args.agent, all_agents=args.all, name=args.name, model=args.model)
         for letta in reports:
@@ -76,7 +90,20 @@ def cmd_fork(args: argparse.Namespace) -> int:
         copy = Path(scratch) / "agent.agentos"
         export_agent(store, args.name, copy, progress=transfer_progress)
         import_agent(store, copy, args.new, progress=transfer_progress, new_identity=True)
-    print(f'Forked "{args.name}" as "{args.new}": an independent copy. Chat with it: agentos chat {args.new}')
+    at = ""
+    if args.at is not None:
+        from agentos.agent.agent import Agent
+
+        fork = Agent.load(args.new, store=store, with_model=False)
+        try:
+            done = fork.rewind(args.at)
+        except BaseException:
+            fork.close()
+            Agent.delete(args.new, store=store)  # no half-made fork left behind
+            raise
+        fork.close()
+        at = f" as it was at point {done.point.turn} ({done.point.label})"
+    print(f'Forked "{args.name}"{at} as "{args.new}": an independent copy. Chat with it: agentos chat {args.new}')
     return 0
 
 
@@ -112,6 +139,7 @@ def add_transfer_commands(sub: Any) -> None:
     p = add("fork", cmd_fork, "make an independent copy of an agent")
     p.add_argument("name")
     p.add_argument("new")
+    p.add_argument("--at", type=int, metavar="POINT", help="copy it as it was at this restore point (agentos history)")
 
     p = add("rename", cmd_rename, "give an agent a new name")
     p.add_argument("old")

@@ -250,3 +250,16 @@ def test_the_cli_exports_and_imports_with_clear_errors(tmp_path: Path, capsys: p
     assert "not a complete agentos export" in capsys.readouterr().err
     with pytest.raises(AgentOSError):
         export_agent(open_store(), "nobody", tmp_path / "x.agentos")
+
+
+def test_importing_a_letta_file_of_several_agents_asks_which(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    team = Path(__file__).parent / "fixtures" / "letta" / "team_v2.af"
+    assert main(["import", str(team)]) == 1  # not a terminal: the list and what to pass
+    assert "--agent NAME" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: "2")
+    assert main(["import", str(team)]) == 0
+    out = capsys.readouterr().out
+    assert "  1. " in out and "  2. " in out
+    assert list(open_store().agent_rows()) == ["beta"]  # the one chosen

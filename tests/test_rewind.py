@@ -140,3 +140,14 @@ def test_rewind_cli_errors_are_clear(capsys: pytest.CaptureFixture[str], agentos
     assert "--to N" in capsys.readouterr().err
     assert main(["rewind", "sam", "--undo", "--yes"]) == 1
     assert 'no rewind of "sam" to undo' in capsys.readouterr().err
+
+
+def test_a_fork_at_a_point_is_a_copy_as_it_was_then() -> None:
+    learn_a_wrong_fact().close()
+    assert main(["fork", "ada", "ada-before", "--at", "1"]) == 0
+    fork = Agent.load("ada-before", provider=ScriptedProvider([]))
+    assert not any(knows_the_wrong_fact(fork).values()) and fork.block("human").value.endswith("Name: Ada")
+    original = Agent.load("ada", provider=ScriptedProvider([]))
+    assert all(knows_the_wrong_fact(original).values())  # the original is untouched
+    assert main(["fork", "ada", "ada-nowhere", "--at", "9"]) == 1
+    assert "ada-nowhere" not in original.store.agent_rows()  # a fork that cannot be made is not left behind

@@ -92,8 +92,11 @@ def _scan(store: Store, table: str, where: str | None) -> tuple[pa.Schema, int, 
     dataset = handle.to_lance()
     total = int(dataset.count_rows(filter=where)) if where else int(dataset.count_rows())
     schema = handle.schema
-    scan = dataset.to_batches(filter=where, batch_size=BATCH_ROWS, batch_readahead=2, fragment_readahead=1,
-                              io_buffer_size=16 << 20)  # little read ahead: memory stays bounded
+    if where is None:  # a table of its own: read by row ranges (Lance's scanner reads far ahead on big vector columns)
+        ranges = (dataset.take(pa.array(range(start, min(start + BATCH_ROWS, total)), pa.int64())).to_batches()
+                  for start in range(0, total, BATCH_ROWS))
+        return schema, total, _rebatched((batch for batches in ranges for batch in batches), schema)
+    scan = dataset.to_batches(filter=where, batch_size=BATCH_ROWS, batch_readahead=2, fragment_readahead=1)
     return schema, total, _rebatched(scan, schema)
 
 
