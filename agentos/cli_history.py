@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import sys
 import tempfile
@@ -13,7 +14,13 @@ from agentos.errors import AgentOSError
 
 BACKUP = "{base}.before-rewind-{n}"  # the copy a rewind keeps of the agent as it was
 SWAPPED = "{base}.rewound-{n}"  # the rewound agent, once `--undo` has put the copy back
-BASE_CHARS = 40  # names are at most 64 characters
+BASE_CHARS = 40  # names are at most 64 characters: a longer name is cut and told apart by a hash of it
+
+
+def _base(name: str) -> str:
+    if len(name) <= BASE_CHARS:
+        return name
+    return f"{name[: BASE_CHARS - 7]}-{hashlib.sha1(name.encode()).hexdigest()[:6]}"
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -33,11 +40,16 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _numbered(name: str, rows: Any, kind: str) -> list[tuple[int, str]]:
+    """The agents named `<base of name>.<kind>-N`, as (N, name), oldest first."""
+    base = re.escape(_base(name))
+    found = [(int(m.group(1)), other) for other in rows if (m := re.fullmatch(rf"{base}\.{kind}-(\d+)", other))]
+    return sorted(found)
+
+
 def _backups(name: str, rows: Any) -> list[tuple[int, str]]:
     """The copies earlier rewinds of `name` kept, as (number, name), oldest first."""
-    base = re.escape(name[:BASE_CHARS])
-    found = [(int(m.group(1)), other) for other in rows if (m := re.fullmatch(rf"{base}\.before-rewind-(\d+)", other))]
-    return sorted(found)
+    return _numbered(name, rows, "before-rewind")
 
 
 def _confirm(question: str, yes: bool) -> bool:
@@ -67,7 +79,7 @@ def cmd_rewind(args: argparse.Namespace) -> int:
         turns = len(points) - 1 - point.turn
         messages = agent.state.message_count - point.message_count
         n = max((number for number, _ in _backups(agent.name, agent.store.agent_rows())), default=0) + 1
-        backup = BACKUP.format(base=agent.name[:BASE_CHARS], n=n)
+        backup = BACKUP.format(base=_base(agent.name), n=n)
         print(f'Rewinding "{agent.name}" to point {point.turn} ({point.at.astimezone():%Y-%m-%d %H:%M}, '
               f'"{point.label}") takes back {turns} turn(s) and {messages:,} message(s), with the memory edits and '
               f'archival passages made since. The agent as it is now is kept as "{backup}" first.')
@@ -76,8 +88,8 @@ def cmd_rewind(args: argparse.Namespace) -> int:
             return 1
         with tempfile.TemporaryDirectory(prefix="agentos-rewind-") as scratch:
             copy = Path(scratch) / "before.agentos"
-            export_agent(agent.store, agent.name, copy, progress=transfer_progress)
-            import_agent(agent.store, copy, backup, progress=transfer_progress, new_identity=True)
+            export_agent(agent.store, agent.name, copy, progress=transfer_progress, held=agent)
+            import_agent(agent.store, copy, backup, progress=transfer_progress)
         done = agent.rewind(point.turn)
     finally:
         agent.close()
@@ -96,9 +108,10 @@ def _undo(args: argparse.Namespace) -> int:
     backups = _backups(args.name, store.agent_rows())
     if not backups:
         raise AgentOSError(f'no rewind of "{args.name}" to undo: no copy named '
-                           f'"{BACKUP.format(base=args.name[:BASE_CHARS], n="N")}" exists.')
+                           f'"{BACKUP.format(base=_base(args.name), n="N")}" exists.')
     n, backup = backups[-1]
-    swapped = SWAPPED.format(base=args.name[:BASE_CHARS], n=n)
+    n = max([n - 1, *(k for k, _ in _numbered(args.name, store.agent_rows(), "rewound"))]) + 1  # a free number
+    swapped = SWAPPED.format(base=_base(args.name), n=n)
     print(f'Undoing the last rewind of "{args.name}": the copy "{backup}" becomes "{args.name}" again, and the '
           f'rewound agent is kept as "{swapped}".')
     if not _confirm("Undo?", args.yes):

@@ -69,10 +69,10 @@ def cmd_import(args: argparse.Namespace) -> int:
                 print(line)
         print("Chat with it: agentos chat " + " / ".join(r.name for r in reports))
         return 0
-    if args.agent or args.all or args.model:
-        raise AgentOSError(f"{path} is an agentos export, which holds one agent; --agent, --all and --model are "
-                           f"for Letta agent files.")
-    report = import_agent(open_store(), path, args.name, progress=transfer_progress)
+    if args.agent or args.all:
+        raise AgentOSError(f"{path} is an agentos export, which holds one agent; --agent and --all are for Letta "
+                           f"agent files.")
+    report = import_agent(open_store(), path, args.name, progress=transfer_progress, model=args.model)
     print(f'Imported agent "{report.name}" from {args.file}: '
           + (", ".join(f"{n:,} {what}" for what, n in report.rows.items()) or "no rows"))
     for line in report.skipped:
@@ -89,7 +89,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="agentos-fork-") as scratch:
         copy = Path(scratch) / "agent.agentos"
         export_agent(store, args.name, copy, progress=transfer_progress)
-        import_agent(store, copy, args.new, progress=transfer_progress, new_identity=True)
+        import_agent(store, copy, args.new, progress=transfer_progress)
     at = ""
     if args.at is not None:
         from agentos.agent.agent import Agent
@@ -134,7 +134,8 @@ def add_transfer_commands(sub: Any) -> None:
     p.add_argument("--name", help="import it under this name (needed when its own is taken)")
     p.add_argument("--agent", help="of a Letta file with several agents: the one to import (name or id)")
     p.add_argument("--all", action="store_true", help="of a Letta file with several agents: import each one")
-    p.add_argument("--model", help="of a Letta file: the model spec to use instead of the file's")
+    p.add_argument("--model", help="the model spec to use instead of the file's (needed when the file's names a server "
+                                   "not on this machine)")
 
     p = add("fork", cmd_fork, "make an independent copy of an agent")
     p.add_argument("name")

@@ -5,6 +5,7 @@ that imports back to the same blocks, system prompt and messages."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -410,7 +411,14 @@ def test_a_model_with_no_agentos_equivalent_takes_the_default_or_says_how_to_cho
     ({"model": "m", "model_endpoint_type": "lmstudio", "model_endpoint": "http://localhost:1234"}, "lmstudio/m"),
 ])
 def test_llm_config_maps_to_a_model_spec(store: Store, tmp_path: Path, llm: dict[str, Any], spec: str) -> None:
-    [report] = import_af(store, write(tmp_path, v2(small_agent(llm_config={**llm, "context_window": 8000}))))
+    path = write(tmp_path, v2(small_agent(llm_config={**llm, "context_window": 8000})))
+    if "@" in spec:  # a server not on this machine would get the user's key: only the user's own --model may say so
+        with pytest.raises(AgentOSError, match=f"names the model '{re.escape(spec)}'.*--model '{re.escape(spec)}'"):
+            import_af(store, path)
+        nothing_written(store)
+        [report] = import_af(store, path, model=spec)
+    else:
+        [report] = import_af(store, path)
     assert report.model == spec == Agent.load("tiny", store=store, read_only=True).model
 
 
@@ -527,6 +535,10 @@ def test_export_describes_the_model_in_llm_config_and_it_maps_back(
     assert (llm["model_endpoint_type"], llm["model"], llm["model_endpoint"]) == (endpoint_type, model, endpoint)
     assert (llm["context_window"], llm["max_tokens"]) == (30_000, 2_000)
     data["agents"][0]["metadata"] = None  # as Letta would write it back: only llm_config says what the model is
+    if "@" in spec:  # a server elsewhere takes the user's own --model (see the trust test above)
+        with pytest.raises(AgentOSError, match="not on this machine"):
+            import_af(store, write(tmp_path, data), name="back")
+        return
     [back] = import_af(store, write(tmp_path, data), name="back")
     assert back.model == spec
     settings = Agent.load("back", store=store, read_only=True).settings

@@ -213,3 +213,13 @@ def test_steps_are_written_when_a_process_exits_without_closing(agentos_home: Pa
     loaded = Agent.load("sam", provider=ScriptedProvider([]))
     assert loaded.state.message_count == 24
     assert [m.content for m in loaded.context][-2:] == ["three-3", "c"]
+
+
+def test_opening_and_closing_an_agent_again_and_again_logs_each_edit_once() -> None:
+    agent = Agent.create("sam", provider=ScriptedProvider([]))
+    agent.set_block("human", "Name: Sam")
+    agent.close()  # the edit's state is saved; the log gets it now or at the next open
+    for _ in range(3):
+        again = Agent.load("sam", provider=ScriptedProvider([]))
+        assert [e.new_value for e in again.memory_edits()] == ["Name: Sam"]
+        again.close()

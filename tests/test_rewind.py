@@ -151,3 +151,60 @@ def test_a_fork_at_a_point_is_a_copy_as_it_was_then() -> None:
     assert all(knows_the_wrong_fact(original).values())  # the original is untouched
     assert main(["fork", "ada", "ada-nowhere", "--at", "9"]) == 1
     assert "ada-nowhere" not in original.store.agent_rows()  # a fork that cannot be made is not left behind
+
+
+def test_a_point_whose_step_never_landed_is_dropped_when_the_agent_is_opened_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos.agent import agent as agent_module
+    from agentos.storage.agent_rows import AgentRows
+
+    agent = Agent.create("sam", provider=ScriptedProvider(["one", "two"]))
+    list(agent.turn("first"))
+
+    def power_cut(*args: object, **kwargs: object) -> int:
+        raise KeyboardInterrupt("power cut")  # after the step's rows, before its state
+
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(AgentRows, "write_state", power_cut)
+        list(agent.turn("the lost question"))
+    agent_module._stores.clear()  # a new process
+    again = Agent.load("sam", provider=ScriptedProvider([]))
+    again.set_block("human", "Name: Sam")
+    again.save()  # the agent reaches the lost step's revision again
+    assert [p.label for p in again.restore_points()] == ["(created)", "first"]
+
+
+def test_a_rewind_cut_short_after_its_save_leaves_an_agent_that_opens_without_the_later_points(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos.agent import agent as agent_module
+    from agentos.memory.tiers import Tiers
+
+    agent = learn_a_wrong_fact()
+
+    def power_cut(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt("power cut")
+
+    with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
+        patched.setattr(Tiers, "discard", power_cut)
+        agent.rewind(1)
+    agent_module._stores.clear()  # a new process
+    again = Agent.load("ada", provider=ScriptedProvider([]))
+    assert [p.turn for p in again.restore_points()] == [0, 1]
+    assert again.state.message_count == again.store.count_messages(again.id) == 4  # the later ones discarded
+    assert WRONG not in again.block("human").value
+
+
+def test_undo_twice_and_long_names_that_share_a_start(capsys: pytest.CaptureFixture[str]) -> None:
+    learn_a_wrong_fact().close()
+    for _ in range(2):
+        assert main(["rewind", "ada", "--to", "0", "--yes"]) == 0
+        assert main(["rewind", "ada", "--undo", "--yes"]) == 0
+    names = set(Agent.load("ada", read_only=True).store.agent_rows())
+    assert names == {"ada", "ada.rewound-1", "ada.rewound-2"}
+    long_one, long_two = "p" * 45 + "-one", "p" * 45 + "-two"
+    for name in (long_one, long_two):
+        Agent.create(name, provider=ScriptedProvider([])).close()
+    assert main(["rewind", long_one, "--to", "0", "--yes"]) == 0
+    assert main(["rewind", long_two, "--undo", "--yes"]) == 1  # the other agent's copy is not this one's
+    assert "no rewind of" in capsys.readouterr().err
+    assert main(["rewind", long_one, "--undo", "--yes"]) == 0

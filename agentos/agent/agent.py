@@ -531,10 +531,12 @@ class Agent:
         self.history.add(point_row(self._owner.snapshot(), self._owner.rev, utc_now(), label))
 
     def rewind(self, turn: int) -> Rewound:
-        """Go back to restore point `turn`: blocks, context, summary, counters and archival memory as they were then.
+        """Go back to restore point `turn`: blocks, context, summary and counters as they were then.
 
-        The messages and passages stored since are removed; keep a copy first if they may be wanted again
-        (`agentos rewind` does, and its `--undo` swaps the copy back)."""
+        The messages and archival passages stored since are removed (passages deleted since do not come back); keep
+        a copy first if any of it may be wanted again (`agentos rewind` does, and its `--undo` swaps the copy back).
+        Cut short, it leaves an agent that opens: the points after `turn` go first, then the state is saved, and the
+        next writer to open the agent discards any later messages still there."""
         self.check_writable()
         self.save()
         points = self.restore_points()
@@ -550,6 +552,7 @@ class Agent:
         from agentos.agent.context import repair_context
 
         context = repair_context(self.store.get_messages(self.id, state.in_context_ids))
+        self.history.forget_after(point.rev)
         edits = self._owner.restore(state, context)
         self.save()
         later = self.store.uncommitted(self.id, state.message_count)  # the messages after the point
@@ -557,7 +560,6 @@ class Agent:
             self.tiers.discard(later)
             self.store.discard_messages(self.id, later)
         removed = self.tiers.rewind(point.at)
-        self.history.forget_after(point.rev)
         return Rewound(point=point, messages=len(later), edits=len(edits), items=removed)
 
     def reindex(self, spec: str, progress: Progress | None = None) -> dict[str, int]:
@@ -614,6 +616,8 @@ class Agent:
             self.tiers.discard(orphans)
             self.store.discard_messages(self.id, orphans)
         self.store.log_edits(self.id, unlogged, some_logged=True)
+        self._owner.logged(unlogged)  # so that closing does not log them a second time
+        self.history.forget_after(self._owner.rev)  # points of steps that never landed
 
     def save(self, restore_point: str | None = None) -> StepSaved | None:
         """Commit what changed since the last save, as one step; None when nothing did. With `restore_point` (the
@@ -626,9 +630,10 @@ class Agent:
         assert self._lease is not None
         earlier = self._owner.unlogged()  # edits of saved states: logged while this step is written
         step, state_json, ids = self._owner.prepare_save(self.tiers.after_step)
-        if restore_point is not None and self.history.table_name not in step.chunks:
+        if restore_point is not None:  # a retried step may carry an earlier turn's point too: the newest one counts
             self.history.open()
-            step.add(self.history.table_name, [point_row(self._owner.snapshot(), step.rev, utc_now(), restore_point)])
+            step.add(self.history.table_name,
+                     [point_row(self._owner.snapshot(), step.rev, utc_now(), restore_point, step.id)])
         try:
             rev, logged = self.store.write_step(self.id, self._lease, step, state_json, earlier)
         except AgentDeletedError:
@@ -638,6 +643,7 @@ class Agent:
         except LeaseLostError:
             self.tiers.discard(ids)  # rows this session wrote for a step it may no longer commit
             self.store.discard_messages(self.id, ids)
+            self.history.forget_step(step.id)
             raise
         self._owner.saved(step, rev)
         if logged:

@@ -1,7 +1,8 @@
 """Restore points: an agent's saved state after each turn, in its own table, so a rewind can go back to one.
 
-A point is written with the step that ends a turn, before the state it records (like the step's messages), so a
-point whose step never landed has a revision above the agent's and is ignored. Rows, not LanceDB versions: the
+A point is written with the step that ends a turn, before the state it records (like the step's messages): a point
+whose step never landed has a revision above the agent's, is ignored, and is removed by the next writer to open the
+agent (or by the session that lost the agent, by its step id). Rows, not LanceDB versions: the
 cleanup of old versions cannot remove them, and they export like any other table.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from agentos.agent.state import AgentState
 from agentos.errors import AgentOSError
-from agentos.storage.db import Database, storage_errors
+from agentos.storage.db import Database, quote, storage_errors
 from agentos.storage.schemas import RESTORE_POINTS, restore_points_table_name
 
 LABEL_CHARS = 80
@@ -42,13 +43,13 @@ class Rewound:
     items: dict[str, int]
 
 
-def point_row(state: AgentState, rev: int, at: datetime, label: str) -> dict[str, Any]:
+def point_row(state: AgentState, rev: int, at: datetime, label: str, step_id: str | None = None) -> dict[str, Any]:
     """The row of a restore point for `state` at revision `rev` (edits waiting to be logged are left out)."""
     kept = state.model_copy(update={"rev": rev, "unlogged_edits": []})
     line = " ".join(label.split())
     return {"rev": rev, "at": at, "message_count": state.message_count,
             "label": line if len(line) <= LABEL_CHARS else line[: LABEL_CHARS - 1] + "…",
-            "state": zlib.compress(kept.model_dump_json().encode("utf-8"))}
+            "state": zlib.compress(kept.model_dump_json().encode("utf-8")), "step_id": step_id}
 
 
 class RestorePoints:
@@ -92,11 +93,20 @@ class RestorePoints:
         raise AgentOSError(f"restore point {point.turn} is no longer stored.")
 
     def forget_after(self, rev: int) -> None:
-        """Remove the points after revision `rev` (the turns a rewind took back)."""
+        """Remove the points after revision `rev`: the turns a rewind took back, or those of steps that never landed
+        (before the agent reaches their revision again and they would pass for its own)."""
+        self._forget(f"rev > {int(rev)}")
+
+    def forget_step(self, step_id: str) -> None:
+        """Remove the points a step wrote that will never land (this session lost the agent)."""
+        self._forget(f"step_id = {quote(step_id)}")
+
+    def _forget(self, where: str) -> None:
         handle = self.db.existing(self.table_name)
         if handle is None:
             return
-        self.db.check_writable(self.table_name)
         with storage_errors("update the agent's restore points"):
             handle.checkout_latest()
-            handle.delete(f"rev > {int(rev)}")
+            if handle.count_rows(where):
+                self.db.check_writable(self.table_name)
+                handle.delete(where)

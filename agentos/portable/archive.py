@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -27,9 +27,14 @@ from agentos.agent.state import AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentOSError
 from agentos.memory import tiers as tier_registry
 from agentos.messages import new_id
+from agentos.portable.trust import check_model_server
+from agentos.providers.models import parse_spec
 from agentos.storage.db import quote
-from agentos.storage.schemas import restore_points_table_name, state_table_name
+from agentos.storage.schemas import restore_points_table_name
 from agentos.storage.store import Store
+
+if TYPE_CHECKING:
+    from agentos.agent.agent import Agent
 
 FORMAT = "agentos-agent"
 FORMAT_VERSION = 1
@@ -124,13 +129,23 @@ def _counted(batches: Iterator[pa.RecordBatch], what: str, total: int, progress:
         yield batch
 
 
-def export_agent(store: Store, name: str, path: Path, progress: Progress | None = None) -> TransferReport:
-    """Write agent `name` to `path` (read-only: the agent may be in use elsewhere; what its last saved step holds
-    is exported). The file appears only once complete."""
+def export_agent(store: Store, name: str, path: Path, progress: Progress | None = None,
+                 held: Agent | None = None) -> TransferReport:
+    """Write agent `name` to `path`. The agent is held for the export (refused while another process has it open),
+    so no step lands while its tables are read; `held` is the caller's own open Agent of that name, saved first.
+    The file appears only once complete."""
     from agentos.agent.agent import Agent
 
-    agent = Agent.load(name, store=store, read_only=True)
-    state = agent.state.snapshot()
+    agent = held or Agent.load(name, store=store, with_model=False)
+    try:
+        agent.save()
+        return _export(store, agent.state.snapshot(), name, path, progress)
+    finally:
+        if held is None:
+            agent.close()
+
+
+def _export(store: Store, state: AgentState, name: str, path: Path, progress: Progress | None) -> TransferReport:
     agent_id = state.id
     report = TransferReport(name=name, path=path)
     tables: list[tuple[str, str, str | None]] = [
@@ -225,10 +240,10 @@ def _with_agent(batches: Iterator[pa.RecordBatch], agent_id: str) -> Iterator[pa
 
 
 def import_agent(store: Store, path: Path, name: str | None = None, progress: Progress | None = None,
-                 *, new_identity: bool = False) -> TransferReport:
-    """Restore the agent in export file `path` as `name` (default: its own). Refused, with nothing written, when the
-    name is taken or the file is damaged; a failure part-way removes what was written. `new_identity` gives the
-    copy a new id even when the file's id is free (a fork)."""
+                 model: str | None = None) -> TransferReport:
+    """Restore the agent in export file `path` as `name` (default: its own), under a new internal id. Refused, with
+    nothing written, when the name is taken, the file is damaged, or its model would send a key to a server not on this
+    machine (`model` chooses one instead); a failure part-way removes what was written."""
     from agentos.agent.agent import Agent
     from agentos.memory.tiers import delete_tiers
     from agentos.storage.lease import Lease
@@ -243,10 +258,12 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
         if store.agent_row(target) is not None:
             hint = "Import it under another name with --name NEW." if name is None else "Pick another name."
             raise AgentExistsError(f'an agent named "{target}" already exists. {hint}')
-        taken = {row.agent_id for row in store.agent_rows().values()}
-        agent_id = state.id
-        if new_identity or agent_id in taken or store.db.exists(state_table_name(agent_id)):
-            agent_id = new_id("agent")
+        if model is not None:
+            parse_spec(model)  # a bad spec is refused before anything is written
+            state.model = model
+        else:
+            check_model_server(state.model, path)
+        agent_id = new_id("agent")  # its own: two imports of one file, or one after a crashed import, never share rows
         report = TransferReport(name=target, path=path)
         members: dict[str, Any] = manifest.get("members", {})
         tiers = {member: table for member, table, _ in _tier_members(agent_id)}
@@ -272,11 +289,11 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
             state.id, state.name = agent_id, target
             lease = Lease(agent_id=agent_id, name=target)
             store.create_agent(target, agent_id, state.model_dump_json(), lease, rev=state.rev)
-            store.release(lease)
-        except BaseException:
+        except BaseException:  # not registered: what this call wrote, under its own new id, goes
             store.purge(agent_id)
             delete_tiers(store.db, agent_id)
             raise
+    store.release(lease)  # registered and complete from here on
     Agent.load(target, store=store, read_only=True)  # it opens: the check a user would make next
     return report
 

@@ -67,6 +67,7 @@ from agentos.blocks import Block
 from agentos.errors import AgentExistsError, AgentOSError, ConfigError
 from agentos.messages import Message, ToolCall, new_id, utc_now
 from agentos.portable.archive import ExportFileError
+from agentos.portable.trust import check_model_server
 from agentos.providers.models import SERVERS, parse_spec
 from agentos.storage.store import Store
 from agentos.tools.decorator import Tool
@@ -512,6 +513,8 @@ def _model(source: _Source, override: str | None) -> tuple[str, AgentSettings]:
                                   f"equivalent, and no default model is configured: pass --model SPEC (for example "
                                   f"openai/gpt-4.1-mini or ollama/llama3.1), or set AGENTOS_MODEL.") from None
             where = f"the default ({origin}): {described} has no agentos equivalent"
+    if from_file:
+        check_model_server(spec, source.af.path)  # the file may not choose who receives the user's key
     window = llm.get("context_window") or raw.get("context_window_limit")
     cap = llm.get("max_tokens") or raw.get("max_tokens") or settings.get("max_output_tokens")
     window = window if isinstance(window, int) and window > 0 and from_file else None  # the file's model's limits

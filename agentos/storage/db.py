@@ -405,16 +405,16 @@ class Database:
             table.add(pa.RecordBatchReader.from_batches(schema, cast))
 
     def create_stream(self, name: str, reader: pa.RecordBatchReader) -> None:
-        """Create table `name` from a stream of batches (its schema, metadata included) in one commit."""
+        """Create table `name` from a stream of batches (its schema, metadata included) in one commit. Its handle is
+        not kept: whoever opens it next (a tier) opens it with its indexes."""
         with self._lock, storage_errors(f"create table {name!r}"):
             if name in self._table_names(name) and self._open_listed(name) is not None:
                 raise StorageError(f"table {name!r} already exists in {self.uri}.")
             try:
-                self._tables[name] = self.connection.create_table(name, reader, schema=reader.schema)
+                self.connection.create_table(name, reader, schema=reader.schema)
             except Exception:
                 self._failed_creates.add(name)
                 raise
-            self._schemas[name] = reader.schema
 
     def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
         """Append rows to a table in one commit."""

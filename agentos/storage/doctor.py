@@ -201,7 +201,7 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
                 states[rows[0]["agent_id"]] = json.loads(rows[0]["state"])
         elif name == "messages":
             committed = _committed_messages(states, {(r["agent_id"], int(r["seq"])) for r in _rows(scan_)})
-            rows = _keyed(scan_, lambda r: r["id"], committed, "saved message(s)", recovered)
+            rows = _keyed(scan_, lambda r: (r["agent_id"], r["id"]), committed, "saved message(s)", recovered)
             messages = rows
         elif name == "memory_edits":
             rows = _keyed(scan_, lambda r: (r["agent_id"], r["rev"], r["label"], r["at"]),

@@ -84,6 +84,7 @@ RESTORE_POINTS = _versioned(  # one agent's restore points: its state after each
         pa.field("message_count", pa.int64(), nullable=False),
         pa.field("label", pa.string(), nullable=False),  # the turn's question, cut to one line
         pa.field("state", pa.binary(), nullable=False),  # AgentState as zlib-compressed JSON
+        pa.field("step_id", pa.string()),  # the step write that carried it (null: written outside a step)
     ],
     RESTORE_POINTS_VERSION,
 )
