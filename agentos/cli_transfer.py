@@ -27,7 +27,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if path.exists() and not args.force:
         raise AgentOSError(f"{path} already exists; pass --force to overwrite it, or -o to write elsewhere.")
     if kind == "af":
-        from agentos.portable.letta_af import export_af
+        from agentos.portable.letta_export import export_af
 
         for line in export_af(open_store(), args.name, path).lines():
             print(line)
@@ -48,7 +48,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file).expanduser()
     native = path.suffix == SUFFIX or not path.is_file() or zipfile.is_zipfile(path)
     if not native:  # a Letta agent file (JSON)
-        from agentos.portable.letta_af import import_af, read_af
+        from agentos.portable.letta_file import read_af
+        from agentos.portable.letta_import import import_af
 
         if not (args.agent or args.all) and sys.stdin.isatty():
             agents = read_af(path).agents

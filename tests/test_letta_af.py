@@ -19,7 +19,9 @@ from agentos.blocks import Block
 from agentos.errors import AgentExistsError, AgentOSError, ConfigError, StorageError
 from agentos.messages import Message
 from agentos.portable.archive import ExportFileError
-from agentos.portable.letta_af import AfImportReport, export_af, import_af, read_af
+from agentos.portable.letta_export import export_af
+from agentos.portable.letta_file import read_af
+from agentos.portable.letta_import import AfImportReport, import_af
 from agentos.providers import ScriptedProvider, Step
 from agentos.storage import Store
 from agentos.storage.db import quote

@@ -1,12 +1,7 @@
-"""Letta Agent Files (`.af`): bring Letta agents into agentos as they are, and write agentos agents as v2 files.
+"""Letta Agent Files into agentos agents: each one as it is, with a report of whatever cannot be mapped.
 
-Two shapes are read. **v2** (Letta 0.8 on): `{"agents": [...], "blocks": [...], "tools": [...], "groups", "files",
-"sources", "mcp_servers", "skills", "metadata", "created_at"}`, entities pointing at each other by file-local ids
-(`agent-0`, `block-3`, `tool-1`, `message-7`). **v1** (older): the whole file is one agent, with `core_memory` (or
-`memory.blocks`), `messages`, `in_context_message_indices` (positions in `messages`), `tools` with their source.
-Either may be *double-encoded*: the file is a JSON string whose text is the JSON.
-
-How Letta maps to agentos (each choice is reported on import, so nothing is dropped silently):
+The file is read by `letta_file` (either shape). How Letta maps to agentos (each choice is reported on import,
+so nothing is dropped silently):
 
 - **Blocks** keep label, value, limit, description and read_only. A label agentos cannot use (it must match
   `^[a-z][a-z0-9_]{0,47}$`) is lower-cased, its other characters become `_`, and it is made unique. Like every
@@ -38,14 +33,6 @@ How Letta maps to agentos (each choice is reported on import, so nothing is drop
   other tool is listed as not imported. Calls in the history keep their names and arguments.
 - Groups, files, sources, MCP servers, skills, tool rules, embedding settings, sampling settings and fields agentos
   does not know are listed in the report.
-
-Export writes a v2 file with the same top-level keys: the blocks, the system prompt (the agent's own, or the
-rendered instructions), the compiled system prompt as Letta's first in-context message, the summary as Letta's
-summary message, every saved message in Letta's shape with `in_context_message_ids` naming the context, an
-`llm_config` for the model, and the agentos built-in tools as Letta's own (no source code: Letta binds its
-implementations by name); any other tool is a stub that raises. Archival passages and the memory edit log have no
-place in the format and are reported. Importing an exported file gives back the same blocks, system prompt and
-messages.
 """
 
 from __future__ import annotations
@@ -55,9 +42,9 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 from agentos.agent.context import repair_context
@@ -66,13 +53,11 @@ from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.blocks import Block
 from agentos.errors import AgentExistsError, AgentOSError, ConfigError
 from agentos.messages import Message, ToolCall, new_id, utc_now
-from agentos.portable.archive import ExportFileError
+from agentos.portable.letta_file import AfAgent, AfFile, _dict, _items, _plural, _preview, _text, _time, read_af
 from agentos.portable.trust import check_model_server
 from agentos.providers.models import SERVERS, parse_spec
 from agentos.storage.store import Store
-from agentos.tools.decorator import Tool
 
-SUFFIX = ".af"
 LETTA_BLOCK_LIMIT = 20_000  # Letta's default block limit, for a block whose file gives none
 BUILTINS = {  # Letta tool -> the agentos built-in that does its work
     "core_memory_append": "core_memory_append",
@@ -129,98 +114,6 @@ MESSAGE_FIELDS = {"type", "id", "role", "content", "text", "name", "otid", "send
 SAMPLING = ("temperature", "frequency_penalty", "presence_penalty", "reasoning_effort", "effort", "verbosity")
 
 
-# -- reading -------------------------------------------------------------------------------------
-
-
-@dataclass
-class AfAgent:
-    """One agent a file holds: its file-local id and its name."""
-
-    id: str
-    name: str
-
-
-@dataclass
-class AfFile:
-    """A parsed Letta agent file: its shape, whether it was double-encoded, the agents it holds, the JSON itself."""
-
-    path: Path
-    version: Literal["v1", "v2"]
-    double_encoded: bool
-    agents: list[AfAgent]
-    data: dict[str, Any]
-
-
-def _cut_short(text: str) -> bool:
-    """Whether JSON text ends inside a string or with brackets still open (a truncated file)."""
-    depth, in_string, escaped = 0, False, False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-    return in_string or depth > 0
-
-
-def _decode(text: str, path: Path, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        at = f"{exc.msg} at line {exc.lineno}, column {exc.colno}{where}"
-        if _cut_short(text):
-            raise ExportFileError(f"{path} is cut short: its JSON ends before it is complete ({at}). Export the "
-                                  f"agent from Letta again, or find the whole file.") from None
-        raise ExportFileError(f"{path} is not a Letta agent file: it is not valid JSON ({at}).") from None
-    except RecursionError:
-        raise ExportFileError(f"{path} is not a Letta agent file: its JSON is nested too deeply.") from None
-
-
-def read_af(path: str | Path) -> AfFile:
-    """Parse a Letta agent file (v1 or v2, double-encoded or not); ExportFileError says what is wrong with a bad one."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ExportFileError(f"{path} does not exist.") from None
-    except OSError as exc:
-        raise ExportFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ExportFileError(f"{path} is not a Letta agent file: it is not UTF-8 text.") from None
-    if not text.strip():
-        raise ExportFileError(f"{path} is empty.")
-    data = _decode(text, path, "")
-    double = isinstance(data, str)
-    if double:
-        data = _decode(data, path, " of the JSON text the file's string holds")
-    if isinstance(data, dict) and isinstance(data.get("agents"), list):
-        agents = []
-        for index, agent in enumerate(data["agents"]):
-            if not isinstance(agent, dict) or not isinstance(agent.get("name"), str):
-                raise ExportFileError(f"{path} is damaged: agent #{index + 1} of its agents list has no name.")
-            agents.append(AfAgent(id=str(agent.get("id") or f"agent-{index}"), name=agent["name"]))
-        if not agents:
-            raise ExportFileError(f"{path} is a Letta agent file that holds no agents.")
-        return AfFile(path, "v2", double, agents, data)
-    if isinstance(data, dict) and isinstance(data.get("name"), str) and any(
-            key in data for key in ("system", "messages", "core_memory", "memory", "llm_config", "agent_type")):
-        return AfFile(path, "v1", double, [AfAgent(id=str(data.get("id") or "agent-0"), name=data["name"])], data)
-    kinds = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false"}
-    kind = ("an object with keys " + ", ".join(list(data)[:6])) if isinstance(data, dict) else kinds.get(type(data), "null")
-    raise ExportFileError(f"{path} holds JSON but not a Letta agent file: {kind}, where a v2 file has an "
-                          f'"agents" list and a v1 file is one agent with "name", "system" and "messages".')
-
-
 # -- the report ----------------------------------------------------------------------------------
 
 
@@ -244,76 +137,6 @@ class AfImportReport:
         out += [f"  {line}" for line in self.notes]
         out += [f"  not imported: {line}" for line in self.not_imported]
         return out
-
-
-@dataclass
-class AfExportReport:
-    """What exporting an agent wrote, and what the format cannot carry."""
-
-    name: str
-    path: Path
-    blocks: int = 0
-    messages: int = 0
-    in_context: int = 0
-    notes: list[str] = field(default_factory=list)
-    not_exported: list[str] = field(default_factory=list)
-
-    def lines(self) -> list[str]:
-        out = [f'Exported agent "{self.name}" to {self.path} (Letta agent file v2): {self.blocks} blocks, '
-               f"{self.messages:,} messages, {self.in_context:,} in context"]
-        out += [f"  {line}" for line in self.notes]
-        out += [f"  not exported: {line}" for line in self.not_exported]
-        return out
-
-
-def _preview(value: Any) -> str:
-    if isinstance(value, str):
-        return repr(value if len(value) <= 60 else value[:57] + "...")
-    if isinstance(value, dict):
-        return "{" + ", ".join(map(str, list(value)[:8])) + (", ..." if len(value) > 8 else "") + "}"
-    if isinstance(value, list):
-        names = [v if isinstance(v, str) else _dict(v).get("tag") or _dict(v).get("name") for v in value]
-        if all(isinstance(n, str) for n in names):
-            return ", ".join(map(str, names))
-        return f"{len(value)} item(s)"
-    return repr(value)
-
-
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
-
-
-# -- reading one agent of a file -----------------------------------------------------------------
-
-
-def _bad(path: Path, what: str) -> ExportFileError:
-    return ExportFileError(f"{path} is damaged: {what}.")
-
-
-def _items(value: Any, path: Path, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _bad(path, f"{what} is not a list")
-    return value
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -972,189 +795,4 @@ def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_a
         raise
     return [plan.report for plan in plans]
 
-
-# -- exporting -----------------------------------------------------------------------------------
-
-
-def _all_messages(store: Store, agent_id: str, count: int) -> list[Message]:
-    """Every saved message of the agent, in order (read in batches)."""
-    from agentos.storage.db import quote
-    from agentos.storage.records import row_message
-
-    handle = store.db.existing("messages")
-    if handle is None:
-        return []
-    handle.checkout_latest()
-    rows: list[dict[str, Any]] = []
-    for batch in handle.to_lance().to_batches(filter=f"agent_id = {quote(agent_id)} AND seq < {count}", batch_size=4096):
-        rows.extend(batch.to_pylist())
-    rows.sort(key=lambda r: r["seq"])
-    return [row_message(r) for r in rows]
-
-
-def _llm_config(spec: str, window: int, cap: int | None, report: AfExportReport) -> dict[str, Any]:
-    parsed = parse_spec(spec)
-    family, model, base = parsed.family, parsed.model, parsed.base_url
-    kinds = {"openai": ("openai", base or "https://api.openai.com/v1"),
-             "anthropic": ("anthropic", (base or "https://api.anthropic.com") + "/v1"),
-             "openrouter": ("openrouter", base or "https://openrouter.ai/api/v1"),
-             "openai-compatible": ("openai", base)}
-    if family in kinds:
-        kind, endpoint = kinds[family]
-    elif family in SERVERS:  # a local server; Letta names Ollama's without /v1
-        kind, endpoint = family, base or SERVERS[family].base_url
-        if family == "ollama" and endpoint:
-            endpoint = endpoint.removesuffix("/v1")
-    else:
-        kind, endpoint = "openai", None
-        report.not_exported.append(f"model {spec}: Letta has no such model, so llm_config names it as an OpenAI-API "
-                                   f"model; choose a model in Letta after importing")
-    return {"model": model, "display_name": None, "model_endpoint_type": kind, "model_endpoint": endpoint,
-            "provider_name": kind, "provider_category": "base", "model_wrapper": None, "context_window": window,
-            "put_inner_thoughts_in_kwargs": False, "handle": f"{kind}/{model}", "temperature": 1.0, "max_tokens": cap,
-            "enable_reasoner": False, "reasoning_effort": None, "max_reasoning_tokens": 0, "frequency_penalty": None,
-            "parallel_tool_calls": False}
-
-
-def _embedding_config(embedder: str, report: AfExportReport) -> dict[str, Any]:
-    model = embedder.removeprefix("openai/") if embedder.startswith("openai/") else "text-embedding-3-small"
-    if not embedder.startswith("openai/"):
-        report.notes.append(f"embedding_config names OpenAI's {model} (Letta requires one; this agent's embedder is "
-                            f"{embedder})")
-    return {"embedding_endpoint_type": "openai", "embedding_endpoint": "https://api.openai.com/v1",
-            "embedding_model": model, "embedding_dim": 3072 if model.endswith("-large") else 1536,
-            "embedding_chunk_size": 300, "handle": f"openai/{model}", "batch_size": 32, "azure_endpoint": None,
-            "azure_version": None, "azure_deployment": None}
-
-
-def _letta_tool(index: int, tool: Tool, limit: int, report: AfExportReport) -> dict[str, Any]:
-    letta = {v: k for k, v in BUILTINS.items()}
-    name = letta.get(tool.name, tool.name)
-    kind = LETTA_TOOL_TYPES.get(name, "letta_core") if tool.name in letta else "custom"
-    source = None
-    if kind == "custom":
-        source = (f"def {name}(**kwargs):\n    raise NotImplementedError(\"{name} is an agentos tool; this file carries "
-                  f"no implementation of it.\")\n")
-        report.not_exported.append(f'tool "{name}": an agentos tool Letta does not have, written as a stub that raises')
-    return {"id": f"tool-{index}", "tool_type": kind, "description": tool.description, "source_type": "python",
-            "name": name, "tags": [] if kind == "custom" else [kind], "source_code": source,
-            "json_schema": {"name": name, "description": tool.description, "parameters": tool.parameters},
-            "args_json_schema": None, "return_char_limit": limit, "pip_requirements": None, "npm_requirements": None,
-            "default_requires_approval": None, "enable_parallel_execution": False, "metadata_": {}}
-
-
-def _letta_block(index: int, block: Block) -> dict[str, Any]:
-    return {"value": block.value, "limit": block.limit, "project_id": None, "template_name": None, "is_template": False,
-            "template_id": None, "base_template_id": None, "deployment_id": None, "entity_id": None,
-            "preserve_on_migration": False, "label": block.label, "read_only": block.read_only,
-            "description": block.description, "metadata": {}, "hidden": None, "id": f"block-{index}"}
-
-
-def _letta_message(key: str, role: str, text: str, at: datetime, **extra: Any) -> dict[str, Any]:
-    return {"type": "message", "role": role, "content": [{"type": "text", "text": text}] if text else [],
-            "name": None, "otid": None, "sender_id": None, "batch_item_id": None, "group_id": None, "id": key,
-            "model": None, "agent_id": "agent-0", "tool_calls": None, "tool_call_id": None, "tool_returns": [],
-            "created_at": at.isoformat(), "approve": None, "approval_request_id": None, "denial_reason": None,
-            "approvals": [], **extra}
-
-
-def _to_letta(message: Message, key: str) -> dict[str, Any]:
-    at = message.created_at
-    if message.role == "tool":
-        wrapped = json.dumps({"status": "Failed" if message.is_error else "OK", "message": message.content,
-                              "time": at.isoformat()}, ensure_ascii=False)
-        returns = [{"tool_call_id": message.tool_call_id, "status": "error" if message.is_error else "success",
-                    "stdout": None, "stderr": None, "func_response": wrapped}]
-        return _letta_message(key, "tool", wrapped, at, name=message.name, tool_call_id=message.tool_call_id,
-                              tool_returns=returns)
-    calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-             for c in message.tool_calls] or None
-    return _letta_message(key, message.role, message.content, at, name=message.name, tool_calls=calls)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-
-
-def export_af(store: Store, name: str, path: str | Path) -> AfExportReport:
-    """Write agent `name` as a Letta v2 agent file at `path` (read-only: the agent may be in use elsewhere)."""
-    from agentos import __version__
-    from agentos.agent.agent import Agent
-    from agentos.memory.archival import ArchivalTier
-
-    path = Path(path)
-    agent = Agent.load(name, store=store, read_only=True)
-    state = agent.state.snapshot()
-    report = AfExportReport(name=name, path=path)
-    history = _all_messages(store, state.id, state.message_count)
-    context_ids = set(state.in_context_ids)
-    system = state.settings.system_prompt if state.settings.system_prompt is not None else agent.prompts.static()
-    first_in_context = next((m.created_at for m in history if m.id in context_ids), utc_now())
-    messages = [_letta_message("message-0", "system", agent.system_prompt(), state.created_at)]
-    in_context = ["message-0"]
-    if state.summary:
-        hidden = agent.state.hidden_count
-        alert = {"type": "system_alert", "message": f"Note: {hidden} earlier messages are out of view; they are kept in "
-                 f"recall memory.\nThe following is a summary of the previous messages:\n {state.summary}",
-                 "time": first_in_context.isoformat()}
-        messages.append(_letta_message("message-1", "user", json.dumps(alert, indent=2), first_in_context))
-        in_context.append("message-1")
-        report.notes.append(f"the summary of {_plural(hidden, 'evicted message')} is Letta's summary message")
-    for message in history:
-        key = f"message-{len(messages)}"
-        messages.append(_to_letta(message, key))
-        if message.id in context_ids:
-            in_context.append(key)
-    blocks = [_letta_block(i, b) for i, b in enumerate(state.blocks)]
-    tools = [_letta_tool(i, t, state.settings.tool_output_limit, report) for i, t in enumerate(agent.tools)]
-    letta_agent = {
-        "name": name, "memory_blocks": [], "tools": [], "tool_ids": [t["id"] for t in tools], "source_ids": [],
-        "folder_ids": None, "block_ids": [b["id"] for b in blocks], "tool_rules": [], "tags": [], "system": system,
-        "agent_type": "letta_v1_agent", "llm_config": _llm_config(state.model, agent.window,
-                                                                  state.settings.max_output_tokens, report),
-        "embedding_config": _embedding_config(state.settings.embedder, report), "initial_message_sequence": None,
-        "include_base_tools": False, "include_multi_agent_tools": False, "include_base_tool_rules": False,
-        "include_default_source": False, "description": None, "metadata": {"agentos_model": state.model},
-        "model": None, "embedding": None, "context_window_limit": None, "embedding_chunk_size": None,
-        "max_tokens": None, "max_reasoning_tokens": None, "enable_reasoner": False, "reasoning": None,
-        "from_template": None, "template": False, "project": None, "tool_exec_environment_variables": {},
-        "secrets": None, "memory_variables": None, "project_id": None, "template_id": None, "base_template_id": None,
-        "identity_ids": None, "message_buffer_autoclear": False, "enable_sleeptime": False, "response_format": None,
-        "timezone": "UTC", "max_files_open": None, "per_file_view_window_char_limit": None, "hidden": None,
-        "parallel_tool_calls": False, "id": "agent-0", "in_context_message_ids": in_context, "messages": messages,
-        "files_agents": [], "group_ids": [],
-    }
-    document = {"agents": [letta_agent], "groups": [], "blocks": blocks, "files": [], "sources": [], "tools": tools,
-                "mcp_servers": [], "skills": [], "metadata": {"exported_by": f"agentos {__version__}"},
-                "created_at": utc_now().isoformat()}
-    _cannot_carry(agent, state, report, ArchivalTier)
-    _write_atomically(path, json.dumps(document, indent=2, ensure_ascii=False))
-    report.blocks, report.messages, report.in_context = len(blocks), len(history), len(in_context) - 1 - bool(state.summary)
-    return report
-
-
-def _cannot_carry(agent: Any, state: AgentState, report: AfExportReport, archival_kind: type) -> None:
-    """What the v2 format has no place for: archival passages, the edit log, agentos-only settings."""
-    try:
-        passages = agent.tier(archival_kind).count()
-    except AgentOSError:
-        passages = 0
-    if passages:
-        report.not_exported.append(f"{_plural(passages, 'archival passage')} (a Letta agent file holds no archival "
-                                   f"memory; agentos export NAME keeps them)")
-    edits = len(agent.memory_edits())
-    if edits:
-        report.not_exported.append(f"the memory edit log ({_plural(edits, 'edit')}; Letta files keep only the "
-                                   f"blocks' current values)")
-    defaults = AgentSettings().model_dump()
-    carried = {"context_window", "max_output_tokens", "system_prompt"}
-    changed = [k for k, v in state.settings.model_dump().items() if k not in carried and v != defaults[k]]
-    if changed:
-        report.not_exported.append(f"agentos settings Letta has no place for: {', '.join(changed)}")
 
