@@ -126,6 +126,11 @@ def damaged(path: Path, tmp_path: Path) -> dict[str, Path]:
                 dst.writestr(item, body)
         out[label] = buffer.getvalue()
     out["not a zip"] = b'{"agents": []}'
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(buffer, "w") as dst:  # checksums fine, a table that is not Arrow
+        for item in src.infolist():
+            dst.writestr(item, b"not arrow at all" if item.filename == "messages.arrow" else src.read(item))
+    out["not arrow"] = buffer.getvalue()
     paths = {}
     for label, body in out.items():
         paths[label] = tmp_path / f"{label.replace(' ', '-')}.agentos"
@@ -136,7 +141,7 @@ def damaged(path: Path, tmp_path: Path) -> dict[str, Path]:
 @pytest.mark.parametrize("damage, message", [
     ("cut short", "cut short or not a zip"), ("flipped byte", "fails its checksum"),
     ("newer format", "newer agentos.*Upgrade agentos"), ("not ours", "not an agentos export"),
-    ("not a zip", "cut short or not a zip"),
+    ("not a zip", "cut short or not a zip"), ("not arrow", "a table in it cannot be read"),
 ])
 def test_a_damaged_or_foreign_file_is_refused_and_writes_nothing(tmp_path: Path, damage: str, message: str) -> None:
     agent = rich_agent(tmp_path / "a")

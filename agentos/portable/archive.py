@@ -289,9 +289,12 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
             state.id, state.name = agent_id, target
             lease = Lease(agent_id=agent_id, name=target)
             store.create_agent(target, agent_id, state.model_dump_json(), lease, rev=state.rev)
-        except BaseException:  # not registered: what this call wrote, under its own new id, goes
+        except BaseException as exc:  # not registered: what this call wrote, under its own new id, goes
             store.purge(agent_id)
             delete_tiers(store.db, agent_id)
+            if isinstance(exc, (pa.ArrowException, ValueError)) and not isinstance(exc, AgentOSError):
+                raise ExportFileError(f"{path} is damaged: a table in it cannot be read ({exc}). Nothing was "
+                                      f"imported; export the agent again.") from exc
             raise
     store.release(lease)  # registered and complete from here on
     Agent.load(target, store=store, read_only=True)  # it opens: the check a user would make next

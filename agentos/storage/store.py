@@ -156,7 +156,9 @@ class Store:
         """Remove the rows and state table an agent left in storage's own tables (its tiers remove theirs)."""
         with storage_errors("delete the agent's memory"):
             for name in ("messages", "memory_edits"):
-                table = self.db.table(name)
+                table = self.db.existing(name)  # one that does not exist holds nothing to remove: it is not made
+                if table is None:
+                    continue
                 self.db.check_writable(name)
                 table.checkout_latest()  # rows other processes added since this handle last looked
                 table.delete(f"agent_id = {quote(agent_id)}")
