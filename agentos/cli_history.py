@@ -6,8 +6,6 @@ import argparse
 import hashlib
 import re
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from agentos.errors import AgentOSError
@@ -67,7 +65,7 @@ def cmd_rewind(args: argparse.Namespace) -> int:
         raise AgentOSError("say where to: --to N (a restore point from `agentos history`), or --undo.")
     from agentos.agent.agent import Agent
     from agentos.cli_transfer import transfer_progress
-    from agentos.portable.archive import export_agent, import_agent
+    from agentos.portable.archive import copy_agent
 
     agent = Agent.load(args.name, with_model=False)
     try:
@@ -86,10 +84,7 @@ def cmd_rewind(args: argparse.Namespace) -> int:
         if not _confirm("Rewind?", args.yes):
             print("Not rewound.")
             return 1
-        with tempfile.TemporaryDirectory(prefix="agentos-rewind-") as scratch:
-            copy = Path(scratch) / "before.agentos"
-            export_agent(agent.store, agent.name, copy, progress=transfer_progress, held=agent)
-            import_agent(agent.store, copy, backup, progress=transfer_progress)
+        copy_agent(agent.store, agent.name, backup, transfer_progress, held=agent)
         done = agent.rewind(point.turn)
     finally:
         agent.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +83,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     from agentos.agent.agent import open_store
-    from agentos.portable.archive import export_agent, import_agent
+    from agentos.portable.archive import copy_agent
 
     store = open_store()
-    with tempfile.TemporaryDirectory(prefix="agentos-fork-") as scratch:
-        copy = Path(scratch) / "agent.agentos"
-        export_agent(store, args.name, copy, progress=transfer_progress)
-        import_agent(store, copy, args.new, progress=transfer_progress)
+    copy_agent(store, args.name, args.new, transfer_progress)
     at = ""
     if args.at is not None:
         from agentos.agent.agent import Agent

@@ -12,6 +12,7 @@ Tables are streamed in batches both ways: memory stays bounded whatever the agen
 from __future__ import annotations
 
 import json
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -275,11 +276,9 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
                 reader = _read_stream(archive, member)
                 batches = _counted(_with_agent(iter(reader), agent_id), label, total, progress)
                 if member in ("messages.arrow", "memory_edits.arrow"):
-                    table = member.removesuffix(".arrow")
-                    first = next(batches, None)
-                    if first is not None:
-                        store.db.add_stream(table, pa.RecordBatchReader.from_batches(
-                            first.schema, _chain(first, batches)))
+                    if total:
+                        store.db.add_stream(member.removesuffix(".arrow"),
+                                            pa.RecordBatchReader.from_batches(reader.schema, batches))
                 elif member in tiers:
                     store.db.create_stream(tiers[member], pa.RecordBatchReader.from_batches(reader.schema, batches))
                 else:
@@ -301,6 +300,11 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
     return report
 
 
-def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    yield first
-    yield from rest
+def copy_agent(store: Store, name: str, new: str, progress: Progress | None = None,
+               held: Agent | None = None) -> TransferReport:
+    """An independent copy of agent `name` as `new` (a fork, or the copy a rewind keeps), through an export file in
+    a scratch folder; `held` as for `export_agent`."""
+    with tempfile.TemporaryDirectory(prefix="agentos-copy-") as scratch:
+        path = Path(scratch) / f"{name}{SUFFIX}"
+        export_agent(store, name, path, progress, held)
+        return import_agent(store, path, new, progress)
