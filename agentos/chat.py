@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, TextIO
 
 from agentos.commands import help_text, run_command
 from agentos.events import (
+    Event,
     MemoryEdited,
     MessagesEvicted,
     Notice,
     ReplyIncomplete,
+    Retrying,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -22,6 +26,7 @@ from agentos.formatting import (
     describe_eviction,
     describe_failure,
     describe_incomplete,
+    describe_retry,
     ends_session,
     short,
 )
@@ -31,6 +36,60 @@ if TYPE_CHECKING:
 
 KEYS = "Ctrl-C cancels a reply in progress; Ctrl-D leaves."
 HELP = help_text(KEYS)
+HISTORY_FILE = "repl_history"  # in the agentos data home
+HISTORY_LENGTH = 1000  # input lines kept in it
+
+
+def history_path() -> Path:
+    """Where the REPL keeps the lines typed into it, across sessions: `repl_history` in the data home."""
+    from agentos.config import data_home
+
+    return data_home() / HISTORY_FILE
+
+
+def _readline() -> ModuleType | None:
+    """The stdlib `readline` module, or None where this Python has none (Windows)."""
+    try:
+        import readline
+    except ImportError:
+        return None
+    return readline
+
+
+def _no_history() -> None:
+    """Saves nothing: what `setup_line_editing` returns when there is no line editing."""
+
+
+def setup_line_editing(path: Path | None = None) -> Callable[[], None]:
+    """Turn on line editing for `input()` and load the input history from `path`; returns what saves it.
+
+    This is the standard library's `readline`, so line editing adds no dependency. Where it is missing, or the
+    history file cannot be read (a first session, permissions), the REPL carries on without; never an error.
+    """
+    readline = _readline()
+    if readline is None:
+        return _no_history
+    where = path or history_path()
+    readline.set_history_length(HISTORY_LENGTH)  # the file keeps the newest lines when written
+    try:
+        readline.read_history_file(where)
+    except (OSError, ValueError):
+        pass  # no history yet, or none that can be read: start with an empty one
+
+    def save() -> None:
+        save_history(readline, where)
+
+    return save
+
+
+def save_history(readline: ModuleType, path: Path) -> None:
+    """Write the input history to `path`, its newest HISTORY_LENGTH lines; a file that cannot be written is skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        readline.set_history_length(HISTORY_LENGTH)
+        readline.write_history_file(path)
+    except (OSError, ValueError):
+        pass  # the history is a convenience: losing it must not fail the session
 
 
 class Repl:
@@ -46,16 +105,39 @@ class Repl:
         self.read = read
         self.out = out or sys.stdout
         self.ended: str | None = None  # why the session ended early (the agent was deleted or taken over)
+        self.streaming = False  # a reply is being written on the current line
+        # With piped input nothing echoes what was read: the REPL writes it after the prompt itself, so that the
+        # transcript reads `you> line`, then the reply on a line of its own.
+        self.echo = read is input and not sys.stdin.isatty()
 
     def write(self, text: str = "", end: str = "\n") -> None:
         self.out.write(text + end)
         self.out.flush()
 
     def run(self) -> int:
+        """Chat until the user leaves or the session ends; 1 when it ended because the agent was lost."""
+        save_history = self.line_editing()
         self.write(f'Chatting with "{self.agent.name}" ({self.agent.model}). /help for commands.')
+        try:
+            self.loop()
+        finally:
+            save_history()
+        self.agent.close()
+        return 1 if self.ended else 0
+
+    def line_editing(self) -> Callable[[], None]:
+        """Line editing and history for a person typing at a terminal; nothing for piped input or a test's `read`."""
+        if self.read is input and sys.stdin.isatty():
+            return setup_line_editing()
+        return _no_history
+
+    def loop(self) -> None:
+        """Read lines and answer them until the user leaves or the session ends."""
         while self.ended is None:
             try:
                 line = self.read("you> ")
+                if self.echo:
+                    self.write(line)
             except EOFError:
                 self.write()
                 break
@@ -70,8 +152,6 @@ class Repl:
                     break
                 continue
             self.take_turn(line)
-        self.agent.close()
-        return 1 if self.ended else 0
 
     def command(self, line: str) -> bool:
         """Run a slash command; True when it asks to leave."""
@@ -81,35 +161,49 @@ class Repl:
         return outcome.exit
 
     def take_turn(self, text: str) -> None:
+        """Run one turn, printing its events; Ctrl-C cancels it. The reply always ends its own line."""
         events = self.agent.turn(text)
-        streaming = False
+        self.streaming = False
         try:
             for event in events:
-                if isinstance(event, TextDelta):
-                    if not streaming:
-                        self.write(f"{self.agent.name}> ", end="")
-                    streaming = True
-                    self.write(event.text, end="")
-                    continue
-                if streaming:
-                    self.write()
-                    streaming = False
-                if isinstance(event, ToolCallStarted):
-                    self.write(f"  → {event.name}({short(event.arguments, 70)})")
-                elif isinstance(event, ToolCallFinished) and event.is_error:
-                    self.write(f"  ✗ {short(event.result, 100)}")
-                elif isinstance(event, MemoryEdited):
-                    self.write(f"  {describe_edit(event)}")
-                elif isinstance(event, MessagesEvicted):
-                    self.write(f"  {describe_eviction(event)}")
-                elif isinstance(event, ReplyIncomplete):
-                    self.write(f"  {describe_incomplete(event)}")
-                elif isinstance(event, Notice):
-                    self.write(f"  ! {event.text}")
-                elif isinstance(event, TurnFailed):
-                    self.write(describe_failure(event))
-                    if ends_session(event):
-                        self.ended = event.error
+                self.show(event)
         except KeyboardInterrupt:
             events.close()
+            self.streaming = False
             self.write("\n(cancelled; the agent is saved and ready)")
+        finally:
+            self.end_reply()
+
+    def end_reply(self) -> None:
+        """End the line a streamed reply is on, so that what comes next starts a line of its own."""
+        if self.streaming:
+            self.streaming = False
+            self.write()
+
+    def show(self, event: Event) -> None:
+        """Print one event of a turn: reply text as it streams, everything else on a line of its own."""
+        if isinstance(event, TextDelta):
+            if not self.streaming:
+                self.write(f"{self.agent.name}> ", end="")
+            self.streaming = True
+            self.write(event.text, end="")
+            return
+        self.end_reply()
+        if isinstance(event, ToolCallStarted):
+            self.write(f"  → {event.name}({short(event.arguments, 70)})")
+        elif isinstance(event, ToolCallFinished) and event.is_error:
+            self.write(f"  ✗ {short(event.result, 100)}")
+        elif isinstance(event, MemoryEdited):
+            self.write(f"  {describe_edit(event)}")
+        elif isinstance(event, MessagesEvicted):
+            self.write(f"  {describe_eviction(event)}")
+        elif isinstance(event, ReplyIncomplete):
+            self.write(f"  {describe_incomplete(event)}")
+        elif isinstance(event, Notice):
+            self.write(f"  ! {event.text}")
+        elif isinstance(event, Retrying) and event.remaining == event.wait:  # once per retry, not every tick
+            self.write(f"  ! {describe_retry(event)}")
+        elif isinstance(event, TurnFailed):
+            self.write(describe_failure(event))
+            if ends_session(event):
+                self.ended = event.error

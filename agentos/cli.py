@@ -135,19 +135,33 @@ DEMO_MODEL = "scripted/demo"
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
-    from agentos.chat import Repl
     from agentos.errors import AgentNotFoundError
 
     try:
         model = Agent.load(args.name, read_only=True, with_model=False).model
     except AgentNotFoundError:
         agent = Agent.create(args.name, model=DEMO_MODEL)
-        print(f'Created the offline demo agent "{args.name}". Tell it your name, quit, and come back.')
-        return Repl(agent).run()
+        print(f'Created the offline demo agent "{args.name}".')
+        return run_demo(agent, args.plain)
     if model != DEMO_MODEL:
         raise AgentOSError(f'"{args.name}" is not a demo agent: it uses {model}. Chat with it with: agentos chat '
                            f"{args.name}, or give the demo another name: agentos demo NAME")
-    return Repl(Agent.load(args.name)).run()
+    return run_demo(Agent.load(args.name), args.plain)
+
+
+def run_demo(agent: Any, plain: bool) -> int:
+    """The demo in the TUI with its guided tour on a terminal; the line REPL with --plain or when piped."""
+    from agentos.providers.demo import DEMO_TOUR
+
+    if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        from agentos.chat import Repl
+
+        print("Tell it your name and what you like, ask it to remember something, quit, and come back. "
+              f"A tour to type: {' · '.join(DEMO_TOUR)}")
+        return Repl(agent).run()
+    from agentos.tui.app import run_tui  # textual is imported only here
+
+    return run_tui(agent, tour=DEMO_TOUR)
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
@@ -256,8 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("tui", cmd_tui, "full-screen chat with a live core memory panel")
     p.add_argument("name")
 
-    p = add("demo", cmd_demo, "chat with an offline demo agent (no API key needed)")
+    p = add("demo", cmd_demo, "try agentos offline: the TUI on a demo agent, with a guided tour (no API key needed)")
     p.add_argument("name", nargs="?", default="demo")
+    p.add_argument("--plain", action="store_true", help="the line REPL instead of the full-screen TUI")
 
     p = add("delete", cmd_delete, "delete an agent and its memory")
     p.add_argument("name")

@@ -50,6 +50,20 @@ def _backups(name: str, rows: Any) -> list[tuple[int, str]]:
     return _numbered(name, rows, "before-rewind")
 
 
+def next_backup_name(agent: Any) -> str:
+    """The name the copy a rewind of `agent` keeps will take: `NAME.before-rewind-N`, N one past the last."""
+    n = max((number for number, _ in _backups(agent.name, agent.store.agent_rows())), default=0) + 1
+    return BACKUP.format(base=_base(agent.name), n=n)
+
+
+def rewind_keeping_copy(agent: Any, turn: int, backup: str, progress: Any = None) -> Any:
+    """Copy the open `agent` as `backup`, then rewind it to restore point `turn` (the CLI's and the TUI's way)."""
+    from agentos.portable.archive import copy_agent
+
+    copy_agent(agent.store, agent.name, backup, progress, held=agent)
+    return agent.rewind(turn)
+
+
 def _confirm(question: str, yes: bool) -> bool:
     if yes:
         return True
@@ -65,7 +79,6 @@ def cmd_rewind(args: argparse.Namespace) -> int:
         raise AgentOSError("say where to: --to N (a restore point from `agentos history`), or --undo.")
     from agentos.agent.agent import Agent
     from agentos.cli_transfer import transfer_progress
-    from agentos.portable.archive import copy_agent
 
     agent = Agent.load(args.name, with_model=False)
     try:
@@ -76,16 +89,14 @@ def cmd_rewind(args: argparse.Namespace) -> int:
                                f"{len(points) - 1}. See them with: agentos history {agent.name}")
         turns = len(points) - 1 - point.turn
         messages = agent.state.message_count - point.message_count
-        n = max((number for number, _ in _backups(agent.name, agent.store.agent_rows())), default=0) + 1
-        backup = BACKUP.format(base=_base(agent.name), n=n)
+        backup = next_backup_name(agent)
         print(f'Rewinding "{agent.name}" to point {point.turn} ({point.at.astimezone():%Y-%m-%d %H:%M}, '
               f'"{point.label}") takes back {turns} turn(s) and {messages:,} message(s), with the memory edits and '
               f'archival passages made since. The agent as it is now is kept as "{backup}" first.')
         if not _confirm("Rewind?", args.yes):
             print("Not rewound.")
             return 1
-        copy_agent(agent.store, agent.name, backup, transfer_progress, held=agent)
-        done = agent.rewind(point.turn)
+        done = rewind_keeping_copy(agent, point.turn, backup, transfer_progress)
     finally:
         agent.close()
     passages = done.items.get("archival", 0)

@@ -71,6 +71,19 @@ class Notice(BaseModel):
     data: dict[str, Any] = {}
 
 
+class Retrying(BaseModel):
+    """A model call failed before any output and will be tried again after a wait; sent when the wait begins and
+    as it counts down (`remaining` seconds left of `wait`), so the consumer can show it or cancel the turn."""
+
+    type: Literal["retrying"] = "retrying"
+    reason: str
+    error: str
+    attempt: int
+    max_retries: int
+    wait: float
+    remaining: float
+
+
 class ReplyIncomplete(BaseModel):
     """The model's answer did not end normally: cut at its output limit, refused, a stream that ended without
     saying why, or a connection lost mid-reply. Its text is kept, but it is not a complete reply."""
@@ -115,6 +128,7 @@ Event = Union[
     UsageReported,
     MessagesEvicted,
     Notice,
+    Retrying,
     ReplyIncomplete,
     StepSaved,
     TurnFinished,

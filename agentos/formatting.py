@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from agentos.blocks import Block
-from agentos.events import MemoryEdited, MessagesEvicted, ReplyIncomplete, TurnFailed
+from agentos.events import MemoryEdited, MessagesEvicted, ReplyIncomplete, Retrying, TurnFailed
 from agentos.memory.tier import MemoryStats
 
 if TYPE_CHECKING:
@@ -72,6 +73,13 @@ def describe_edit(event: MemoryEdited) -> str:
     """One line saying how a block changed."""
     delta = len(event.new_value) - len(event.old_value)
     return f"✎ memory [{event.label}] {delta:+d} chars: {short(event.new_value, 60)}"
+
+
+def describe_retry(event: Retrying) -> str:
+    """One line saying why a model call is retried and in how long: `rate limited, retrying in 4 s (attempt 1 of 3)`."""
+    seconds = math.ceil(event.remaining - 1e-9)  # a countdown's float dust is not another second
+    when = f"in {seconds} s" if seconds > 0 else "now"
+    return f"{event.reason}, retrying {when} (attempt {event.attempt} of {event.max_retries})"
 
 
 def describe_incomplete(event: ReplyIncomplete) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Union
 
 import httpx2
 
+from agentos.providers.retry import RETRY_TICK
 from agentos.tools import tool
 
 Reply = Union[httpx2.Response, BaseException, Callable[[httpx2.Request], httpx2.Response]]
@@ -42,6 +43,27 @@ class MockAPI:
     def body(self, index: int = -1) -> dict[str, Any]:
         """The JSON body of a recorded request."""
         return json.loads(self.requests[index].content)
+
+
+class Backoffs:
+    """A fake `RetryPolicy.sleep` that never sleeps: it records each tick, and adds up the ticks slept between two
+    attempts (counted by `attempts()`, e.g. the requests a MockAPI got) into that back-off's wait."""
+
+    def __init__(self, attempts: Callable[[], int]) -> None:
+        self.attempts = attempts
+        self.ticks: list[tuple[int, float]] = []
+
+    def __call__(self, seconds: float) -> None:
+        assert 0 < seconds <= RETRY_TICK, f"slept {seconds} s in one go: a back-off sleeps in ticks"
+        self.ticks.append((self.attempts(), seconds))
+
+    @property
+    def waits(self) -> list[float]:
+        """The whole wait of each back-off, in order."""
+        totals: dict[int, float] = {}
+        for attempt, seconds in self.ticks:
+            totals[attempt] = totals.get(attempt, 0.0) + seconds
+        return list(totals.values())
 
 
 def sse_response(body: bytes | Iterator[bytes] | httpx2.SyncByteStream) -> httpx2.Response:

@@ -7,6 +7,7 @@ import json
 import httpx2
 import pytest
 from mock_api import (
+    Backoffs,
     ChunkStream,
     MockAPI,
     an_end,
@@ -50,9 +51,9 @@ def get_time(zone: str) -> str:
     return "noon"
 
 
-def make(api: MockAPI, **kw) -> tuple[AnthropicProvider, list[float]]:
-    sleeps: list[float] = []
-    retry = RetryPolicy(max_retries=2, base_delay=0.5, jitter=0.0, sleep=sleeps.append)
+def make(api: MockAPI, **kw) -> tuple[AnthropicProvider, Backoffs]:
+    sleeps = Backoffs(lambda: len(api.requests))
+    retry = RetryPolicy(max_retries=2, base_delay=0.5, jitter=0.0, sleep=sleeps)
     provider = AnthropicProvider(kw.pop("model", "claude-sonnet-4-5"), api_key="sk-ant-secret", base_url="http://mock",
                                  http_client=api.client(), retry=retry, **kw)
     return provider, sleeps
@@ -128,14 +129,14 @@ def test_401_names_the_variable_and_is_not_retried() -> None:
     provider, sleeps = make(api)
     with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY") as info:
         list(provider.stream(request()))
-    assert "sk-ant-secret" not in str(info.value) and sleeps == []
+    assert "sk-ant-secret" not in str(info.value) and sleeps.waits == []
 
 
 def test_429_with_retry_after_then_success() -> None:
     api = MockAPI(an_error(429, "rate_limit_error", "Number of requests has exceeded your rate limit",
                            {"retry-after": "3"}), sse_response(an_text_reply("ok")))
     provider, sleeps = make(api)
-    assert complete(provider, request()).text == "ok" and sleeps == [3.0]
+    assert complete(provider, request()).text == "ok" and sleeps.waits == [3.0]
 
 
 def test_429_retry_after_longer_than_the_cap_is_raised_at_once() -> None:
@@ -143,14 +144,14 @@ def test_429_retry_after_longer_than_the_cap_is_raised_at_once() -> None:
     provider, sleeps = make(api)
     with pytest.raises(RateLimitError) as info:
         list(provider.stream(request()))
-    assert info.value.retry_after == 3600 and sleeps == []
+    assert info.value.retry_after == 3600 and sleeps.waits == []
 
 
 def test_overloaded_529_and_500_retried_then_success() -> None:
     api = MockAPI(an_error(529, "overloaded_error", "Overloaded"), an_error(500, "api_error", "Internal"),
                   sse_response(an_text_reply("done")))
     provider, sleeps = make(api)
-    assert complete(provider, request()).text == "done" and sleeps == [0.5, 1.0]
+    assert complete(provider, request()).text == "done" and sleeps.waits == [0.5, 1.0]
 
 
 def test_5xx_exhausted() -> None:
@@ -158,14 +159,14 @@ def test_5xx_exhausted() -> None:
     provider, sleeps = make(api)
     with pytest.raises(ServerError):
         list(provider.stream(request()))
-    assert len(api.requests) == 3 and len(sleeps) == 2
+    assert len(api.requests) == 3 and len(sleeps.waits) == 2
 
 
 def test_error_event_inside_the_stream_before_output_is_retried() -> None:
     error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     api = MockAPI(sse_response(an_sse(an_start(), error)), sse_response(an_text_reply("second try")))
     provider, sleeps = make(api)
-    assert complete(provider, request()).text == "second try" and sleeps == [0.5]
+    assert complete(provider, request()).text == "second try" and sleeps.waits == [0.5]
 
 
 def test_context_overflow() -> None:
@@ -173,7 +174,7 @@ def test_context_overflow() -> None:
     provider, sleeps = make(api)
     with pytest.raises(ContextOverflowError):
         list(provider.stream(request()))
-    assert sleeps == []
+    assert sleeps.waits == []
 
 
 def test_timeouts_before_and_during_the_stream() -> None:
@@ -186,7 +187,7 @@ def test_timeouts_before_and_during_the_stream() -> None:
     assert next(events) == StreamText("par")
     with pytest.raises(ProviderTimeoutError):
         next(events)
-    assert sleeps == []
+    assert sleeps.waits == []
 
 
 def test_refusal_and_empty_response() -> None:
@@ -270,10 +271,10 @@ def test_spend_limit_429_is_not_retried() -> None:
     provider, sleeps = make(api)
     with pytest.raises(Exception) as info:
         list(provider.stream(request()))
-    assert not isinstance(info.value, RateLimitError) and "billing" in str(info.value) and sleeps == []
+    assert not isinstance(info.value, RateLimitError) and "billing" in str(info.value) and sleeps.waits == []
 
 
 def test_overloaded_with_retry_after_waits_as_told() -> None:
     api = MockAPI(an_error(529, "overloaded_error", "Overloaded", {"retry-after": "4"}), sse_response(an_text_reply("ok")))
     provider, sleeps = make(api)
-    assert complete(provider, request()).text == "ok" and sleeps == [4.0]
+    assert complete(provider, request()).text == "ok" and sleeps.waits == [4.0]

@@ -7,6 +7,7 @@ import json
 import httpx2
 import pytest
 from mock_api import (
+    Backoffs,
     ChunkStream,
     MockAPI,
     get_weather,
@@ -39,9 +40,9 @@ from agentos.providers.retry import RetryPolicy
 pytestmark = pytest.mark.usefixtures("allow_real_providers")
 
 
-def make(api: MockAPI, *, family: str = "openai", model: str = "gpt-4.1-mini", **kw) -> tuple[OpenAIProvider, list[float]]:
-    sleeps: list[float] = []
-    retry = RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0, sleep=sleeps.append)
+def make(api: MockAPI, *, family: str = "openai", model: str = "gpt-4.1-mini", **kw) -> tuple[OpenAIProvider, Backoffs]:
+    sleeps = Backoffs(lambda: len(api.requests))
+    retry = RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0, sleep=sleeps)
     provider = OpenAIProvider(model, family=family, api_key=kw.pop("api_key", "sk-test-secret"),
                               base_url=kw.pop("base_url", "http://mock/v1"),
                               http_client=api.client(), retry=retry, **kw)
@@ -121,7 +122,7 @@ def test_401_is_an_authentication_error_naming_the_variable_and_not_retried() ->
     with pytest.raises(AuthenticationError, match="OPENAI_API_KEY") as info:
         list(provider.stream(request()))
     assert "sk-test-secret" not in str(info.value)
-    assert len(api.requests) == 1 and sleeps == []
+    assert len(api.requests) == 1 and sleeps.waits == []
 
 
 def test_429_honours_retry_after_then_succeeds() -> None:
@@ -129,7 +130,7 @@ def test_429_honours_retry_after_then_succeeds() -> None:
                   sse_response(oa_text_reply("ok")))
     provider, sleeps = make(api)
     assert complete(provider, request()).text == "ok"
-    assert sleeps == [7.0] and len(api.requests) == 2
+    assert sleeps.waits == [7.0] and len(api.requests) == 2
 
 
 def test_429_with_retry_after_ms_and_exhausted_rate_limit() -> None:
@@ -137,7 +138,7 @@ def test_429_with_retry_after_ms_and_exhausted_rate_limit() -> None:
     provider, sleeps = make(api)
     with pytest.raises(RateLimitError) as info:
         list(provider.stream(request()))
-    assert info.value.retry_after == 0.25 and sleeps == [0.25, 0.25] and len(api.requests) == 3
+    assert info.value.retry_after == 0.25 and sleeps.waits == [0.25, 0.25] and len(api.requests) == 3
 
 
 def test_insufficient_quota_is_not_retried() -> None:
@@ -145,7 +146,7 @@ def test_insufficient_quota_is_not_retried() -> None:
     provider, sleeps = make(api)
     with pytest.raises(ProviderError, match="quota") as info:
         list(provider.stream(request()))
-    assert not isinstance(info.value, RateLimitError) and sleeps == []
+    assert not isinstance(info.value, RateLimitError) and sleeps.waits == []
 
 
 def test_5xx_is_retried_with_backoff_then_succeeds() -> None:
@@ -153,7 +154,7 @@ def test_5xx_is_retried_with_backoff_then_succeeds() -> None:
                   sse_response(oa_text_reply("fine")))
     provider, sleeps = make(api)
     assert complete(provider, request()).text == "fine"
-    assert sleeps == [1.0, 2.0]
+    assert sleeps.waits == [1.0, 2.0]
 
 
 def test_5xx_exhausted_raises_server_error() -> None:
@@ -161,7 +162,7 @@ def test_5xx_exhausted_raises_server_error() -> None:
     provider, sleeps = make(api)
     with pytest.raises(ServerError):
         list(provider.stream(request()))
-    assert len(api.requests) == 3 and sleeps == [1.0, 2.0]
+    assert len(api.requests) == 3 and sleeps.waits == [1.0, 2.0]
 
 
 @pytest.mark.parametrize("reply", [
@@ -176,7 +177,7 @@ def test_context_overflow(reply: httpx2.Response) -> None:
     provider, sleeps = make(api)
     with pytest.raises(ContextOverflowError):
         list(provider.stream(request()))
-    assert sleeps == []
+    assert sleeps.waits == []
 
 
 def test_timeout_is_a_provider_timeout() -> None:
@@ -193,7 +194,7 @@ def test_stall_mid_stream_is_a_timeout() -> None:
     assert next(events) == StreamText("partial")
     with pytest.raises(ProviderTimeoutError):
         next(events)
-    assert sleeps == []
+    assert sleeps.waits == []
 
 
 def test_unreachable_local_server_says_how_to_start_it() -> None:
@@ -201,20 +202,20 @@ def test_unreachable_local_server_says_how_to_start_it() -> None:
     provider, sleeps = make(api, family="ollama", model="llama3.1", base_url=None, api_key=None)
     with pytest.raises(ServerError, match="ollama serve"):
         list(provider.stream(request()))
-    assert len(sleeps) == 2
+    assert len(sleeps.waits) == 2
 
 
 def test_error_event_before_output_is_retried_but_not_after_output() -> None:
     error = b'data: {"error": {"message": "The server had an error", "type": "server_error", "code": null}}\n\n'
     api = MockAPI(sse_response(error), sse_response(oa_text_reply("again")))
     provider, sleeps = make(api)
-    assert complete(provider, request()).text == "again" and sleeps == [1.0]
+    assert complete(provider, request()).text == "again" and sleeps.waits == [1.0]
     late = oa_event(oa_delta({"content": "half"})) + error
     api = MockAPI(sse_response(late))
     provider, sleeps = make(api)
     with pytest.raises(ServerError):
         list(provider.stream(request()))
-    assert len(api.requests) == 1 and sleeps == []
+    assert len(api.requests) == 1 and sleeps.waits == []
 
 
 def test_refusal_and_content_filter() -> None:

@@ -1,15 +1,17 @@
-"""The retry policy: backoff, retry-after parsing, and never retrying once output has started."""
+"""The retry policy: backoff, retry-after parsing, never retrying once output has started, and back-offs that say
+how long is left and end at once when the stream is closed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
 
-from agentos.errors import ContextOverflowError, ProviderTimeoutError, RateLimitError, ServerError
-from agentos.providers.base import StreamDone, StreamText
-from agentos.providers.retry import RetryPolicy, retry_after_seconds, stream_with_retries
+from agentos.errors import ContextOverflowError, ProviderError, ProviderTimeoutError, RateLimitError, ServerError
+from agentos.providers.base import ProviderEvent, StreamDone, StreamRetrying, StreamText
+from agentos.providers.retry import RETRY_TICK, RetryPolicy, retry_after_seconds, stream_with_retries
 
 
 def test_retry_after_forms() -> None:
@@ -30,6 +32,20 @@ def test_backoff_doubles_to_a_cap_with_bounded_jitter() -> None:
     assert policy.delay(1, ProviderTimeoutError("x")) is None and policy.delay(1, ContextOverflowError("x")) is None
 
 
+def failing_then(*errors: ProviderError, text: str = "hi") -> tuple[list[int], Callable[[], Iterator[ProviderEvent]]]:
+    """An attempt that raises each of `errors` in turn before any output, then streams `text`; and its attempt count."""
+    attempts: list[int] = []
+
+    def attempt() -> Iterator[ProviderEvent]:
+        attempts.append(1)
+        if len(attempts) <= len(errors):
+            raise errors[len(attempts) - 1]
+        yield StreamText(text)
+        yield StreamDone()
+
+    return attempts, attempt
+
+
 def test_stream_with_retries_only_before_output() -> None:
     sleeps: list[float] = []
     attempts: list[int] = []
@@ -44,8 +60,41 @@ def test_stream_with_retries_only_before_output() -> None:
         yield StreamDone()
 
     policy = RetryPolicy(jitter=0, sleep=sleeps.append)
-    events = stream_with_retries(attempt, policy)
+    events = (e for e in stream_with_retries(attempt, policy) if not isinstance(e, StreamRetrying))
     assert next(events) == StreamText("hi")
     with pytest.raises(ServerError, match="cut off"):
         next(events)
-    assert sleeps == [1.0] and len(attempts) == 2
+    assert sum(sleeps) == 1.0 and len(attempts) == 2  # one back-off of 1 s, then no retry once "hi" was out
+
+
+def test_a_back_off_is_announced_then_counted_down_tick_by_tick() -> None:
+    sleeps: list[float] = []
+    attempts, attempt = failing_then(RateLimitError("slow down", retry_after=1.0), ServerError("boom", retry_after=0.6))
+    events = list(stream_with_retries(attempt, RetryPolicy(sleep=sleeps.append)))
+    retrying = [e for e in events if isinstance(e, StreamRetrying)]
+    assert [(e.kind, e.error, e.attempt, e.max_retries, e.wait) for e in retrying[::4][:2]] == [
+        ("RateLimitError", "slow down", 1, 3, 1.0), ("ServerError", "boom", 2, 3, 0.6)]
+    assert [e.remaining for e in retrying[:4]] == [1.0, 0.75, 0.5, 0.25]  # announced, then what is left after each tick
+    assert [e.remaining for e in retrying[4:]] == pytest.approx([0.6, 0.35, 0.1])
+    assert sleeps[:4] == [RETRY_TICK] * 4 and sleeps[4:] == pytest.approx([0.25, 0.25, 0.1])
+    assert events[len(retrying):] == [StreamText("hi"), StreamDone()] and len(attempts) == 3
+
+
+def test_a_retry_after_of_zero_is_announced_without_a_sleep() -> None:
+    sleeps: list[float] = []
+    _, attempt = failing_then(RateLimitError("now", retry_after=0))
+    events = list(stream_with_retries(attempt, RetryPolicy(sleep=sleeps.append)))
+    assert events[0] == StreamRetrying("now", "RateLimitError", 1, 3, 0.0, 0.0) and sleeps == []
+    assert events[1:] == [StreamText("hi"), StreamDone()]
+
+
+@pytest.mark.parametrize("seen", [1, 3])
+def test_closing_the_stream_during_a_back_off_ends_it_at_once(seen: int) -> None:
+    sleeps: list[float] = []
+    attempts, attempt = failing_then(RateLimitError("slow down", retry_after=30))
+    events = stream_with_retries(attempt, RetryPolicy(sleep=sleeps.append))
+    got = [next(events) for _ in range(seen)]
+    assert all(isinstance(e, StreamRetrying) for e in got) and got[-1].remaining == 30 - RETRY_TICK * (seen - 1)  # type: ignore[union-attr]
+    events.close()  # type: ignore[attr-defined]  # a generator, typed as an Iterator
+    assert sleeps == [RETRY_TICK] * (seen - 1) and len(attempts) == 1  # no further sleep, no further attempt
+    assert list(events) == []

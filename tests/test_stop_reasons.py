@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import httpx2
-from mock_api import MockAPI, an_sse, an_start, an_text, an_text_reply, oa_delta, oa_sse, oa_text_reply, sse_response
+from mock_api import Backoffs, MockAPI, an_sse, an_start, an_text, an_text_reply, oa_delta, oa_sse, oa_text_reply, sse_response
 
 from agentos import Agent
 from agentos.chat import Repl
@@ -36,8 +36,8 @@ def test_a_complete_reply_has_no_notice() -> None:
     assert not of_type(events, "reply_incomplete") and events[-1].stop_reason == "end_turn"  # type: ignore[union-attr]
 
 
-def openai_agent(api: MockAPI, sleeps: list[float] | None = None, name: str = "oa") -> Agent:
-    retry = RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0, sleep=(sleeps if sleeps is not None else []).append)
+def openai_agent(api: MockAPI, sleeps: Backoffs | None = None, name: str = "oa") -> Agent:
+    retry = RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0, sleep=sleeps or Backoffs(lambda: len(api.requests)))
     provider = OpenAIProvider("gpt-4.1-mini", api_key="sk-test", base_url="http://mock/v1", http_client=api.client(),
                               retry=retry)
     return Agent.create(name, provider=provider)
@@ -59,11 +59,13 @@ def test_an_openai_stream_cut_mid_reply_is_an_error_not_a_reply(allow_real_provi
 
 def test_a_200_with_no_events_is_retried_then_an_error(allow_real_providers: None) -> None:
     error_page = httpx2.Response(200, json={"error": {"message": "upstream failed"}})
-    sleeps: list[float] = []
-    agent = openai_agent(MockAPI(error_page, sse_response(b""), sse_response(oa_text_reply("Hello."))), sleeps)
-    events = list(agent.turn("hi"))
+    api = MockAPI(error_page, sse_response(b""), sse_response(oa_text_reply("Hello.")))
+    sleeps = Backoffs(lambda: len(api.requests))
+    events = list(openai_agent(api, sleeps).turn("hi"))
     assert events[-1].type == "turn_finished" and events[-1].reply.content == "Hello."  # type: ignore[union-attr]
-    assert sleeps == [1.0, 2.0]  # two empty answers, retried with backoff
+    assert sleeps.waits == [1.0, 2.0]  # two empty answers, retried with backoff
+    assert [(e.reason, e.attempt) for e in of_type(events, "retrying") if e.remaining == e.wait] == [  # type: ignore[attr-defined]
+        ("the server sent no reply", 1), ("the server sent no reply", 2)]
     agent = openai_agent(MockAPI(*(sse_response(b"") for _ in range(3))), name="oa2")
     failed = list(agent.turn("hi"))[-1]
     assert isinstance(failed, TurnFailed) and failed.error == (

@@ -13,6 +13,7 @@ from agentos.events import (
     MemoryEdited,
     Notice,
     ReplyIncomplete,
+    Retrying,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -21,7 +22,7 @@ from agentos.events import (
     UsageReported,
 )
 from agentos.messages import Message, ToolCall, Usage
-from agentos.providers.base import ModelRequest, StreamDone, StreamText, StreamToolCall, StreamUsage
+from agentos.providers.base import ModelRequest, StreamDone, StreamRetrying, StreamText, StreamToolCall, StreamUsage
 
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
@@ -33,6 +34,20 @@ INCOMPLETE = {
     "no_finish_reason": "the model's stream ended without saying it was finished; the reply may be incomplete",
     "other": "the model stopped for an unexpected reason; the reply may be incomplete",
 }
+
+
+# What a retried provider error is called when the user is told about the retry; other kinds go by their name.
+RETRY_REASONS = {
+    "RateLimitError": "rate limited",
+    "ServerError": "the server failed",
+    "IncompleteStreamError": "the server sent no reply",
+}
+
+
+def _retrying(event: StreamRetrying) -> Retrying:
+    """The agent event that tells the consumer about a provider's retry back-off."""
+    return Retrying(reason=RETRY_REASONS.get(event.kind, event.kind), error=event.error, attempt=event.attempt,
+                    max_retries=event.max_retries, wait=event.wait, remaining=event.remaining)
 
 
 # Appended to a reply kept after its stream was cut, so that the model (and whoever reads the history) sees it
@@ -107,6 +122,8 @@ def run_turn(agent: Agent, text: str) -> Generator[Event, None, None]:
                             yield UsageReported(usage=event.usage)
                         elif isinstance(event, StreamDone):
                             stop = event.stop_reason
+                        elif isinstance(event, StreamRetrying):
+                            yield _retrying(event)
                     break
                 except ContextOverflowError as exc:
                     overflows += 1

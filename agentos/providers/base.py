@@ -59,7 +59,23 @@ class StreamDone:
     stop_reason: str = "end_turn"
 
 
-ProviderEvent = Union[StreamText, StreamToolCall, StreamUsage, StreamDone]
+@dataclass
+class StreamRetrying:
+    """The call failed before any output and will be tried again: said before the back-off and after each tick of it.
+
+    `kind` is the error's class name, `attempt` the retry about to be made (1-based, up to `max_retries`), `wait`
+    the whole back-off in seconds and `remaining` what is left of it.
+    """
+
+    error: str
+    kind: str
+    attempt: int
+    max_retries: int
+    wait: float
+    remaining: float
+
+
+ProviderEvent = Union[StreamText, StreamToolCall, StreamUsage, StreamDone, StreamRetrying]
 
 
 class Provider(Protocol):

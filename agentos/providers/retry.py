@@ -10,9 +10,10 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from agentos.errors import ProviderError, RateLimitError, ServerError
-from agentos.providers.base import ProviderEvent
+from agentos.providers.base import ProviderEvent, StreamRetrying
 
 RETRYABLE: tuple[type[ProviderError], ...] = (RateLimitError, ServerError)
+RETRY_TICK = 0.25  # the longest single sleep of a back-off: how often it reports, and how soon it can be cancelled
 
 
 @dataclass
@@ -70,7 +71,8 @@ def stream_with_retries(
     """Run `attempt()` and re-run it after retryable errors, but only while nothing was yielded yet.
 
     Once a reply has started streaming, a retry would repeat text the consumer already saw, so a
-    failure then is raised as it is.
+    failure then is raised as it is. Each back-off is announced and counted down with `StreamRetrying`
+    events (see `back_off`), so the consumer can show it, and cancel it by closing this generator.
     """
     tries = 0
     while True:
@@ -86,8 +88,28 @@ def stream_with_retries(
             wait = None if started else policy.delay(tries, exc)
             if wait is None:
                 raise
+            failure = exc
         finally:
             close: Any = getattr(stream, "close", None)
             if close is not None:
                 close()
-        policy.sleep(wait)
+        yield from back_off(failure, tries, wait, policy)
+
+
+def back_off(error: ProviderError, attempt: int, wait: float, policy: RetryPolicy) -> Iterator[StreamRetrying]:
+    """Wait `wait` seconds before retry number `attempt`, in ticks of at most RETRY_TICK, saying what is left.
+
+    The wait is counted down by the ticks slept, not by the clock, so a sleep that takes no time (a test's)
+    still ends it. Closing the generator at any of its events ends the wait there: no further sleep.
+    """
+    def retrying(remaining: float) -> StreamRetrying:
+        return StreamRetrying(str(error), type(error).__name__, attempt, policy.max_retries, wait, remaining)
+
+    left = wait
+    yield retrying(left)
+    while left > 0:
+        tick = min(RETRY_TICK, left)
+        policy.sleep(tick)
+        left -= tick
+        if left > 0:
+            yield retrying(left)

@@ -1,15 +1,18 @@
-"""The agentos TUI: conversation, input, live core memory panel and status line."""
+"""The agentos TUI: the conversation, the memory pane, the status bar and the input; dialogs for the rest."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.screen import Screen
 from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
 
@@ -19,6 +22,7 @@ from agentos.events import (
     MessagesEvicted,
     Notice,
     ReplyIncomplete,
+    Retrying,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -26,62 +30,124 @@ from agentos.events import (
     UsageReported,
 )
 from agentos.formatting import (
-    describe_edit,
     describe_eviction,
     describe_failure,
     describe_incomplete,
+    describe_retry,
     ends_session,
-    short,
 )
+from agentos.tui.conversation import Conversation, Reply, ToolCallView
+from agentos.tui.diff import changed_chars
+from agentos.tui.memory import BlockView, MemoryPanel
 from agentos.tui.messages import AgentEvent, StatusChanged, TurnEnded, TurnError
-from agentos.tui.status import StatusInfo, take_status
-from agentos.tui.widgets import Conversation, Line, MemoryPanel, Reply, StatusLine
+from agentos.tui.screens import (
+    AskScreen,
+    BlockHistoryScreen,
+    EditBlockScreen,
+    NewAgent,
+    NewAgentScreen,
+    PickerScreen,
+    SearchResult,
+    SearchScreen,
+    TextScreen,
+)
+from agentos.tui.status import StatusBar, StatusInfo, take_status
 
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
 
-KEYS = "Escape cancels a reply in progress; Ctrl-C leaves."
+KEYS = """Keys:
+  Enter       send the message (or run the /command)
+  Escape      cancel the reply in progress (also during a retry's wait)
+  Ctrl-P      command palette: switch agent, search memory, export, rewind, edit a block…
+  F1          this help
+  F2          switch agent, or create one
+  F3          show or hide the memory pane
+  Tab         move into the memory pane: on a block, h shows its history and e edits it
+  Ctrl-C      quit (the agent is saved after every step)"""
 HELP = help_text(KEYS)
 
 QUIT_WAIT_SECONDS = 10.0
+SPIN_SECONDS = 0.1
+TOUR_HINT = ("Guided tour: press Enter to send each suggested message and watch the memory pane, or type your own "
+             "at any time. ({left} steps)")
+
+Opener = Callable[[str], "Agent"]
+Creator = Callable[[NewAgent], "Agent"]
+
+
+def open_agent(name: str) -> Agent:
+    from agentos.agent.agent import Agent
+
+    return Agent.load(name)
+
+
+def create_agent(spec: NewAgent) -> Agent:
+    from agentos.agent.agent import Agent
+
+    return Agent.create(spec.name, model=spec.model or None, persona=spec.persona or None, human=spec.human or None)
 
 
 class AgentApp(App[int]):
-    """Chat with one agent; each turn runs in a thread worker that posts its events here."""
+    """Chat with an agent; each turn runs in a thread worker that posts its events here."""
 
     TITLE = "agentos"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     CSS = """
     #main { height: 1fr; }
     #conversation { width: 1fr; padding: 0 1; }
     #memory { width: 44; border: round $primary; padding: 0 1; }
-    #memory:focus-within, #memory:focus { border: round $accent; }
-    .block { margin-bottom: 1; }
-    .block.changed { background: $success 30%; }
+    #memory:focus-within { border: round $accent; }
+    .-narrow #main { layout: vertical; }
+    .-narrow #memory { width: 1fr; height: 8; }
+    #memory.hidden { display: none; }
+    .block { height: auto; margin-bottom: 1; }
+    .block:focus { background: $boost; }
+    .block.changed .block-value { background: $success 10%; }
     .user { color: $accent; text-style: bold; margin-top: 1; }
-    .reply { color: $text; }
-    .tool { color: $text-muted; }
+    .speaker { color: $primary; text-style: bold; margin-top: 1; }
+    Reply { margin: 0; padding: 0 0 0 1; border-left: wide $primary; background: transparent; }
+    Reply > MarkdownBlock { margin: 0; }
+    .tool { border: none; padding: 0; margin: 0; background: transparent; color: $text-muted; }
+    .tool CollapsibleTitle { color: $text-muted; padding: 0; }
+    .tool Contents { padding: 0 0 0 3; }
+    .tool.error CollapsibleTitle { color: $error; }
+    .marker { border: none; padding: 0; margin: 0 0 1 0; background: transparent; }
+    .marker CollapsibleTitle { color: $secondary; text-style: italic; padding: 0; }
     .memory-edit { color: $success; }
-    .info { color: $warning; }
+    .info { color: $secondary; }
+    .help { color: $text-muted; }
+    .notice { color: $warning; }
     .error { color: $error; text-style: bold; }
-    #status { height: 1; background: $boost; color: $text-muted; padding: 0 1; }
+    .found { background: $accent 30%; }
+    #status { background: $boost; padding: 0 1; }
     #prompt { height: 3; }
     """
     BINDINGS = [
-        Binding("escape", "cancel_turn", "Cancel reply"),  # not priority: modal screens keep Escape
+        Binding("escape", "cancel_turn", "Cancel"),  # not priority: dialogs keep Escape
         Binding("ctrl+c", "quit", "Quit", priority=True),
+        Binding("f1", "help", "Help"),
+        Binding("f2", "pick_agent", "Agents"),
+        Binding("f3", "toggle_memory", "Memory"),
     ]
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, *, opener: Opener = open_agent, creator: Creator = create_agent,
+                 tour: Sequence[str] = ()) -> None:
         super().__init__()
         self.agent = agent
+        self.opener, self.creator = opener, creator
+        self.tour = list(tour)
         self.busy = False
         self.closed = False
+        self.quitting = False
         self.ended: str | None = None
         self._cancel = threading.Event()
         self._reply: Reply | None = None
-        self._tools: dict[str, Line] = {}
-        self._status: StatusInfo | None = None
-        self._activity = ""
+        self._tools: dict[str, ToolCallView] = {}
+        self._spinner: Any = None
+        self._retry_line: Any = None
+        self._touring = bool(self.tour)  # a guided tour is running (it says when it is over)
+        self._found: dict[str, Any] = {}  # the last search's hits by id
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -89,16 +155,29 @@ class AgentApp(App[int]):
         with Horizontal(id="main"):
             yield Conversation(id="conversation")
             yield MemoryPanel(self.agent.blocks, id="memory")
-        yield StatusLine(id="status")
-        yield Input(placeholder="Message (/help for commands)", id="prompt")
+        yield StatusBar(id="status")
+        yield Input(placeholder="Message, or /help · F1 help · Ctrl-P commands", id="prompt")
         yield Footer()
 
+    PROMPT_BLINKS = True  # tests and screenshots turn the cursor's blinking off
+
     def on_mount(self) -> None:
-        self.sub_title = self.agent.name
-        self.conversation.add(f'Chatting with "{self.agent.name}" ({self.agent.model}). /help for commands.',
+        self.query_one("#prompt", Input).cursor_blink = self.PROMPT_BLINKS
+        self.show_agent()
+        self.focus_input()
+
+    def show_agent(self) -> None:
+        """Show the current agent: its name, its in-context history, its blocks and its numbers."""
+        agent = self.agent
+        self.sub_title = agent.name
+        self.conversation.add(f'Chatting with "{agent.name}" ({agent.model}). F1 for help, Ctrl-P for commands.',
                               classes="info")
-        self._set_status(take_status(self.agent))
-        self.query_one("#prompt", Input).focus()
+        state = agent.state
+        self.conversation.show_history(agent.name, agent.context, state.hidden_count, state.summary)
+        if self.tour:
+            self.conversation.add(TOUR_HINT.format(left=len(self.tour)), classes="info")
+            self.query_one("#prompt", Input).value = self.tour[0]
+        self.refresh_status()
 
     @property
     def conversation(self) -> Conversation:
@@ -109,28 +188,51 @@ class AgentApp(App[int]):
         return self.query_one("#memory", MemoryPanel)
 
     @property
-    def status_line(self) -> StatusLine:
-        return self.query_one("#status", StatusLine)
+    def status_line(self) -> StatusBar:
+        return self.query_one("#status", StatusBar)
 
-    def _set_status(self, info: StatusInfo | None = None, activity: str | None = None) -> None:
-        self._status = info or self._status
-        self._activity = self._activity if activity is None else activity
-        if self._status is not None:
-            self.status_line.set_text(self._status.render(self._activity))
+    def focus_input(self, *_: Any) -> None:
+        prompt = self.query_one("#prompt", Input)
+        if not prompt.disabled:
+            prompt.focus()
+
+    def refresh_status(self, info: StatusInfo | None = None, activity: str | None = None) -> None:
+        try:
+            info = info or (None if self.busy else take_status(self.agent))
+        except Exception as exc:  # noqa: BLE001 - the numbers are a nicety; never crash for them
+            self.notify(f"could not read the agent's numbers: {exc}", severity="warning")
+        self.status_line.set(info, activity)
 
     # -- input -------------------------------------------------------------------------------
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "prompt":
+            return
         text = event.value.strip()
         event.input.clear()
         if not text:
             return
+        self.advance_tour(text)
         if text.startswith("/"):
             self.command(text)
         elif self.busy:
             self.conversation.add("(a reply is in progress; Escape cancels it)", classes="info")
         else:
             self.start_turn(text)
+
+    def advance_tour(self, sent: str) -> None:
+        """Drop the tour's suggestion once sent; the next is offered when this turn ends."""
+        if self.tour and sent == self.tour[0]:
+            self.tour.pop(0)
+
+    def offer_tour(self) -> None:
+        prompt = self.query_one("#prompt", Input)
+        if self.tour and not prompt.value:
+            prompt.value = self.tour[0]
+        elif not self.tour and self._touring:
+            self._touring = False
+            self.conversation.add("That was the tour: every memory tier at work. Keep talking, or press F1.",
+                                  classes="info")
 
     def command(self, line: str) -> None:
         """Run a slash command, as in the line REPL."""
@@ -139,15 +241,20 @@ class AgentApp(App[int]):
             self.call_later(self.action_quit)
             return
         if outcome.memory:
+            self.memory_panel.remove_class("hidden")
             self.memory_panel.show(self.agent.blocks)
-            self.memory_panel.focus()
+            self.conversation.add("Core memory is in the memory pane (F3 shows or hides it; Tab moves into it, "
+                                  "then h shows a block's history and e edits it).", classes="info")
             return
         self.show(outcome)
+        self.offer_tour()
 
     def show(self, outcome: Outcome) -> None:
         for text, style in outcome.lines:
-            self.conversation.add(text, classes=style)
-        self._set_status(take_status(self.agent))
+            self.conversation.add(text, classes="help" if text.startswith("Commands:") else style)
+        if any(style == "error" for _, style in outcome.lines):
+            self.notify(outcome.lines[-1][0], severity="error")
+        self.refresh_status()
 
     # -- the turn ----------------------------------------------------------------------------
 
@@ -157,8 +264,10 @@ class AgentApp(App[int]):
         self._cancel.clear()
         self._reply = None
         self._tools.clear()
+        self.memory_panel.settle(self.agent.blocks)
         self.conversation.add(f"you> {text}", classes="user")
-        self._set_status(activity="thinking… (Escape cancels)")
+        self.status_line.set(activity="thinking… (Esc cancels)")
+        self._spinner = self.set_interval(SPIN_SECONDS, lambda: self.status_line.spin(self.busy))
         self.run_turn(text)
 
     @work(thread=True, exclusive=True, group="agent", exit_on_error=False)
@@ -184,48 +293,73 @@ class AgentApp(App[int]):
                 self.post_message(TurnError(f"{type(exc).__name__}: {exc}"))
             try:
                 self.post_message(StatusChanged(take_status(self.agent)))
+            except Exception:  # noqa: BLE001 - the numbers are a nicety
+                pass
             finally:
                 self.post_message(TurnEnded(cancelled or self._cancel.is_set()))
 
     def action_cancel_turn(self) -> None:
-        """Escape: ask the running turn to stop at its next event."""
+        """Escape: ask the running turn to stop at its next event (a retry's wait yields every quarter second)."""
         if self.busy and not self._cancel.is_set():
             self._cancel.set()
-            self._set_status(activity="cancelling…")
+            self.status_line.set(activity="cancelling…")
 
-    def on_agent_event(self, message: AgentEvent) -> None:
+    async def on_agent_event(self, message: AgentEvent) -> None:
+        if self.quitting:
+            return
         event = message.event
         if isinstance(event, TextDelta):
             if self._reply is None:
-                self._reply = self.conversation.start_reply(f"{self.agent.name}> ")
-            self._reply.append(event.text)
+                self._reply = self.conversation.start_reply(self.agent.name)
+            await self._reply.add(event.text)
             return
-        self._reply = None
+        await self.end_reply()
+        if isinstance(event, Retrying):
+            self.show_retry(event)
+            return
+        self._retry_line = None
+        if busy_activity := ("thinking… (Esc cancels)" if self.busy else ""):
+            self.status_line.set(activity=busy_activity)
         if isinstance(event, ToolCallStarted):
-            self._tools[event.call_id] = self.conversation.add(
-                f"→ {event.name}({short(event.arguments, 70)})", classes="tool")
+            self._tools[event.call_id] = self.conversation.add_tool_call(event.call_id, event.name, event.arguments)
         elif isinstance(event, ToolCallFinished):
-            line = self._tools.get(event.call_id)
-            if event.is_error:
-                text = f"✗ {event.name}: {short(event.result, 100)}"
-                if line is None:
-                    self.conversation.add(text, classes="error")
-                else:
-                    line.set_text(text)
-                    line.set_classes("error")
+            view = self._tools.get(event.call_id)
+            if view is not None:
+                view.finish(event.result, event.is_error)
         elif isinstance(event, MemoryEdited):
-            self.conversation.add(describe_edit(event), classes="memory-edit")
-            self.memory_panel.show(self.agent.blocks, changed=event.label)
+            self.show_edit(event.label, event.old_value, event.new_value, "the model")
         elif isinstance(event, MessagesEvicted):
             self.conversation.add(describe_eviction(event), classes="info")
         elif isinstance(event, ReplyIncomplete):
-            self.conversation.add(describe_incomplete(event), classes="error")
+            self.conversation.add(describe_incomplete(event), classes="notice")
         elif isinstance(event, Notice):
-            self.conversation.add(f"! {event.text}", classes="info")
+            self.conversation.add(f"! {event.text}", classes="notice")
         elif isinstance(event, TurnFailed):
-            self.conversation.add(describe_failure(event), classes="error")
+            text = describe_failure(event)
+            self.conversation.add(text, classes="error")
+            self.notify(text, severity="error", timeout=8)
             if ends_session(event):
                 self.end_session(event.error)
+
+    async def end_reply(self) -> None:
+        if self._reply is not None:
+            reply, self._reply = self._reply, None
+            await reply.finish()
+
+    def show_retry(self, event: Retrying) -> None:
+        """A retry's wait: one notice per attempt, and a countdown on the status line."""
+        text = describe_retry(event)
+        if self._retry_line is None or event.remaining >= event.wait:
+            self._retry_line = self.conversation.add(f"! {text}", classes="notice")
+        self.status_line.set(activity=f"{text} (Esc cancels)")
+
+    def show_edit(self, label: str, old: str, new: str, who: str) -> None:
+        added, removed = changed_chars(old, new)
+        self.conversation.add(f"✎ memory [{label}] +{added}/−{removed} chars by {who}", classes="memory-edit")
+        self.memory_panel.show(self.agent.blocks, changed=label, old=old, who=who)
+        view = self.memory_panel.view(label)
+        if view is not None:
+            self.memory_panel.scroll_to_widget(view, animate=False)
 
     def end_session(self, why: str) -> None:
         """This session can no longer save the agent (deleted or taken over): no more turns."""
@@ -235,22 +369,274 @@ class AgentApp(App[int]):
         prompt.disabled = True
 
     def on_status_changed(self, message: StatusChanged) -> None:
-        self._set_status(message.info)
+        if not self.quitting:
+            self.status_line.set(message.info)
 
     def on_turn_error(self, message: TurnError) -> None:
-        self.conversation.add(f"error: {message.text}", classes="error")
+        if not self.quitting:
+            self.conversation.add(f"error: {message.text}", classes="error")
+            self.notify(message.text, severity="error", timeout=8)
 
-    def on_turn_ended(self, message: TurnEnded) -> None:
+    async def on_turn_ended(self, message: TurnEnded) -> None:
+        self.busy = False
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+        if self.quitting:
+            return
+        await self.end_reply()
         if message.cancelled:
             self.conversation.add("(cancelled)", classes="info")
-        self.busy = False
-        self._reply = None
-        self._set_status(activity="")
+        self._retry_line = None
+        self.status_line.spin(False)
+        self.status_line.set(activity="")
+        self.offer_tour()
+
+    def on_collapsible_expanded(self) -> None:
+        """A tool call or the summary marker opened (or closed, below): typing goes on in the input."""
+        self.call_after_refresh(self.focus_input)
+
+    def on_collapsible_collapsed(self) -> None:
+        self.call_after_refresh(self.focus_input)
+
+    # -- the memory pane ---------------------------------------------------------------------
+
+    def action_toggle_memory(self) -> None:
+        self.memory_panel.toggle_class("hidden")
+        self.focus_input()
+
+    def on_block_view_action(self, message: BlockView.Action) -> None:
+        if message.action == "history":
+            self.action_block_history(message.label)
+        else:
+            self.action_edit_block(message.label)
+
+    def action_block_history(self, label: str) -> None:
+        self.push_screen(BlockHistoryScreen(label, self.agent.memory_edits()), self.focus_input)
+
+    def action_edit_block(self, label: str) -> None:
+        if self.busy:
+            self.notify("Wait for the reply (or cancel it with Escape) before editing memory.", severity="warning")
+            return
+        block = self.agent.block(label)
+        screen = EditBlockScreen(label, block.value, block.limit)
+
+        def done(value: str | None) -> None:
+            self.focus_input()
+            if value is None or value == block.value:
+                return
+            try:
+                edit = self.agent.set_block(label, value)
+            except Exception as exc:  # noqa: BLE001 - a refused edit is a notice, and the dialog stays open
+                self.notify(f"not saved: {exc}", severity="error", timeout=8)
+                return
+            self.show_edit(label, edit.old_value, edit.new_value, "you (by hand)")
+            self.refresh_status()
+
+        self.push_screen(screen, done)
+
+    # -- commands: agents, search, export, rewind --------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Switch agent", "Open another agent, or create one", self.action_pick_agent)
+        yield SystemCommand("New agent", "Create an agent and switch to it", self.action_new_agent)
+        yield SystemCommand("Search archival memory", "The passages the agent stored", self.action_search_archival)
+        yield SystemCommand("Search recall memory", "Every message, in context or not; jump to one",
+                            self.action_search_recall)
+        yield SystemCommand("Summarize now", "Summarize and evict old messages (they stay in recall)",
+                            lambda: self.command("/summarize"))
+        yield SystemCommand("Export agent", "Write everything to one .agentos file", self.action_export)
+        yield SystemCommand("Rewind", "Go back to a restore point (a copy of the agent is kept)", self.action_rewind)
+        for block in self.agent.blocks:
+            label = block.label
+            yield SystemCommand(f"Edit block: {label}", f"Edit [{label}] by hand (logged as your edit)",
+                                lambda label=label: self.action_edit_block(label))
+            yield SystemCommand(f"Block history: {label}", f"Every edit of [{label}] as a diff",
+                                lambda label=label: self.action_block_history(label))
+
+    def action_help(self) -> None:
+        self.push_screen(TextScreen("help", HELP), self.focus_input)
+
+    def action_pick_agent(self) -> None:
+        from agentos.agent.agent import list_agents
+
+        options = [("+new", "+ New agent…")]
+        for s in list_agents(store=self.agent.store):
+            mark = "● " if s.name == self.agent.name else "  "
+            options.append((s.name, f"{mark}{s.name}  ·  {s.model}  ·  {s.message_count:,} messages  ·  "
+                                    f"last active {s.last_active_at.astimezone():%Y-%m-%d %H:%M}"))
+
+        def chosen(name: str | None) -> None:
+            self.focus_input()
+            if name == "+new":
+                self.action_new_agent()
+            elif name and name != self.agent.name:
+                self.call_later(self.switch_to, lambda: self.opener(name))
+
+        self.push_screen(PickerScreen("agents", options), chosen)
+
+    def action_new_agent(self) -> None:
+        def chosen(spec: NewAgent | None) -> None:
+            self.focus_input()
+            if spec is not None:
+                self.call_later(self.switch_to, lambda: self.creator(spec), "create")
+
+        self.push_screen(NewAgentScreen(self.agent.model), chosen)
+
+    async def switch_to(self, open_: Callable[[], Agent], verb: str = "open") -> bool:
+        """Open another agent (by `open_`) and show it; the current one is saved and closed only once it opened."""
+        if self.busy:
+            self.notify("Wait for the reply (or cancel it with Escape) before switching agents.", severity="warning")
+            return False
+        try:
+            new = open_()
+        except Exception as exc:  # noqa: BLE001 - a clear notice; the current agent stays
+            self.notify(f"could not {verb} that agent: {exc}", severity="error", timeout=10)
+            return False
+        old, self.agent = self.agent, new
+        try:
+            old.close()
+        except Exception as exc:  # noqa: BLE001
+            self.notify(f'could not save "{old.name}": {exc}', severity="error", timeout=10)
+        self.tour = []
+        self._touring = False
+        self.ended = None
+        prompt = self.query_one("#prompt", Input)
+        prompt.disabled = False
+        await self.reshow()
+        self.focus_input()
+        return True
+
+    def _search(self, tier: str) -> Callable[[str], tuple[str, list[SearchResult]]]:
+        from agentos.memory.archival import ArchivalTier
+        from agentos.memory.recall import RecallTier
+
+        def search(query: str) -> tuple[str, list[SearchResult]]:
+            if not query.strip():
+                return "Type what to look for, then Enter.", []
+            try:
+                kind = ArchivalTier if tier == "archival" else RecallTier
+                page = self.agent.tier(kind).search(query, page_size=20)  # type: ignore[attr-defined]
+            except Exception as exc:  # noqa: BLE001 - shown in the dialog
+                return f"search failed: {exc}", []
+            self._found = {hit.id: hit for hit in page.hits}
+            results = [SearchResult(hit.id, f"{hit.created_at.astimezone():%Y-%m-%d %H:%M}  "
+                                            f"{hit.role or 'passage'}: {' '.join(hit.text.split())[:200]}")
+                       for hit in page.hits]
+            more = "+" if page.capped else ""
+            return f"{page.total}{more} found" + (f"; the first {len(results)} shown" if page.total > len(results)
+                                                  else ""), results
+
+        return search
+
+    def action_search_archival(self) -> None:
+        def chosen(key: str | None) -> None:
+            self.focus_input()
+            hit = self._found.get(key or "")
+            if hit is not None:
+                self.push_screen(TextScreen(f"passage {hit.id}", f"{hit.created_at.astimezone():%Y-%m-%d %H:%M}"
+                                            f"  tags: {', '.join(hit.tags) or '-'}\n\n{hit.text}"), self.focus_input)
+
+        self.push_screen(SearchScreen("search archival memory", self._search("archival")), chosen)
+
+    def action_search_recall(self) -> None:
+        def chosen(key: str | None) -> None:
+            self.focus_input()
+            if key is not None:
+                self.jump_to(key)
+
+        self.push_screen(SearchScreen("search recall memory", self._search("recall")), chosen)
+
+    def jump_to(self, message_id: str) -> None:
+        """Scroll to a message in the conversation; one out of context is shown in a dialog instead."""
+        for widget in self.conversation.query(".found"):
+            widget.remove_class("found")
+        hit = self._found.get(message_id)
+        entry = self.conversation.find(message_id, hit.text if hit else "")
+        if entry is not None:
+            entry.add_class("found")
+            self.conversation.scroll_to_widget(entry, animate=False, top=True)
+            return
+        if hit is not None:
+            self.push_screen(TextScreen("a message out of context (from recall memory)",
+                                        f"{hit.created_at.astimezone():%Y-%m-%d %H:%M}  {hit.role}\n\n{hit.text}"),
+                             self.focus_input)
+
+    def action_export(self) -> None:
+        if self.busy:
+            self.notify("Wait for the reply before exporting.", severity="warning")
+            return
+        from agentos.portable.archive import SUFFIX
+
+        def chosen(path: str | None) -> None:
+            self.focus_input()
+            if path:
+                self.export_to(Path(path).expanduser())
+
+        self.push_screen(AskScreen("export agent to", str(Path.cwd() / f"{self.agent.name}{SUFFIX}"),
+                                   "Everything the agent has, in one file (import it with: agentos import FILE)"),
+                         chosen)
+
+    def export_to(self, path: Path) -> None:
+        from agentos.portable.archive import export_agent
+
+        if path.exists():
+            self.notify(f"{path} already exists; choose another file.", severity="error")
+            return
+        try:
+            report = export_agent(self.agent.store, self.agent.name, path, held=self.agent)
+        except Exception as exc:  # noqa: BLE001
+            self.notify(f"export failed: {exc}", severity="error", timeout=10)
+            return
+        rows = ", ".join(f"{n:,} {what}" for what, n in report.rows.items())
+        self.conversation.add(f"Exported to {path}: {rows}", classes="info")
+
+    def action_rewind(self) -> None:
+        if self.busy:
+            self.notify("Wait for the reply before rewinding.", severity="warning")
+            return
+        points = self.agent.restore_points()
+        options = [(str(p.turn), f"{p.turn:>4}  {p.at.astimezone():%Y-%m-%d %H:%M}  {p.message_count:>6,} msgs  "
+                                 f"{p.label[:60]}") for p in reversed(points[:-1])]
+        if not options:
+            self.notify("Nothing to rewind: this agent has no earlier restore point.", severity="warning")
+            return
+
+        def chosen(turn: str | None) -> None:
+            self.focus_input()
+            if turn is not None:
+                self.call_later(self.rewind_to, int(turn))
+
+        self.push_screen(PickerScreen("rewind to", options, "Everything after the point is taken back; the agent "
+                                                            "as it is now is kept as a copy first."), chosen)
+
+    async def rewind_to(self, turn: int) -> None:
+        from agentos.cli_history import next_backup_name, rewind_keeping_copy
+
+        backup = next_backup_name(self.agent)
+        try:
+            done = rewind_keeping_copy(self.agent, turn, backup)
+        except Exception as exc:  # noqa: BLE001
+            self.notify(f"rewind failed: {exc}", severity="error", timeout=10)
+            return
+        name = self.agent.name
+        await self.reshow()
+        self.conversation.add(f"Rewound to point {turn}: {done.messages:,} message(s) and {done.edits} block "
+                              f'change(s) taken back. The agent as it was is kept as "{backup}" '
+                              f"(agentos rewind {name} --undo puts it back).", classes="info")
+
+    async def reshow(self) -> None:
+        """Show the agent afresh (another agent, or this one after a rewind)."""
+        await self.conversation.remove_children()
+        await self.memory_panel.replace(self.agent.blocks)
+        self.show_agent()
 
     # -- quitting ----------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
         """Ctrl-C or /exit: stop any turn, save the agent, leave."""
+        self.quitting = True
         self._cancel.set()
         try:
             await asyncio.wait_for(self.workers.wait_for_complete(), QUIT_WAIT_SECONDS)
@@ -276,9 +662,9 @@ class AgentApp(App[int]):
             self.notify(f"could not save: {exc}", severity="error")
 
 
-def run_tui(agent: Agent) -> int:
+def run_tui(agent: Agent, tour: Sequence[str] = ()) -> int:
     """Run the app until the user leaves; return the exit code."""
-    app = AgentApp(agent)
+    app = AgentApp(agent, tour=tour)
     code = app.run()
     if not app.closed and not app._turn_running():
         app.close_agent()

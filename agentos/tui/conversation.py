@@ -1,0 +1,187 @@
+"""The conversation pane: user lines, Markdown replies, expandable tool calls, notices and the summary marker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.markup import escape
+from textual.widget import Widget
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets._markdown import MarkdownStream
+
+from agentos.formatting import short
+from agentos.messages import Message
+
+TITLE_ARGS = 60  # characters of a tool call's arguments in its one-line title
+
+
+class Line(Static):
+    """One plain-text entry (no markup, so user text shows as typed)."""
+
+    def __init__(self, text: str, *, classes: str = "", message_id: str | None = None) -> None:
+        super().__init__(text, markup=False, classes=classes)
+        self.text = text
+        self.message_id = message_id
+
+    def set_text(self, text: str) -> None:
+        """Replace the entry's text."""
+        self.text = text
+        self.update(text)
+
+
+class Reply(Markdown):
+    """The assistant's reply as Markdown, growing as text deltas arrive."""
+
+    def __init__(self, speaker: str, body: str = "", message_id: str | None = None) -> None:
+        super().__init__(body, classes="reply")
+        self.speaker = speaker
+        self.body = body
+        self.message_id = message_id
+        self.border_title = speaker
+        self._stream: MarkdownStream | None = None
+
+    @property
+    def text(self) -> str:
+        """The reply as a line of the transcript: `name> body`."""
+        return f"{self.speaker}> {self.body}"
+
+    async def add(self, fragment: str) -> None:
+        """Append streamed text (rendering is batched while the stream is fast)."""
+        self.body += fragment
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self)
+        await self._stream.write(fragment)
+
+    async def finish(self) -> None:
+        """The reply is complete: flush what the stream still holds."""
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+
+
+def _pretty(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except (ValueError, TypeError):
+        return arguments
+
+
+class ToolCallView(Collapsible):
+    """A tool call: one line (name and arguments, then how it ended) that expands to its arguments and result."""
+
+    def __init__(self, call_id: str, name: str, arguments: str) -> None:
+        self.detail = Static("", markup=False, classes="tool-detail")
+        super().__init__(self.detail, title="", collapsed=True, classes="tool")
+        self.call_id, self.tool_name, self.arguments = call_id, name, arguments
+        self.result: str | None = None
+        self.is_error = False
+        self._show()
+
+    @property
+    def text(self) -> str:
+        """The title line as plain text."""
+        call = f"{self.tool_name}({short(self.arguments, TITLE_ARGS)})"
+        if self.result is None:
+            return f"→ {call}"
+        return f"✗ {self.tool_name}: {short(self.result, 100)}" if self.is_error else f"✓ {call}"
+
+    def finish(self, result: str, is_error: bool) -> None:
+        """The call ran: show its result and whether it failed."""
+        self.result, self.is_error = result, is_error
+        self.set_class(is_error, "error")
+        self._show()
+
+    def _show(self) -> None:
+        self.title = escape(self.text)
+        body = Text.assemble(("arguments\n", "bold"), _pretty(self.arguments))
+        if self.result is not None:
+            body.append("\n\nresult\n", "bold")
+            body.append(self.result, "red" if self.is_error else "")
+        self.detail.update(body)
+
+
+def speaker_label(speaker: str) -> Static:
+    """The name above a reply (not an entry of its own in `texts`)."""
+    return Static(f"{speaker}>", markup=False, classes="speaker")
+
+
+class Conversation(VerticalScroll):
+    """The scrolling transcript; stays anchored to the bottom while replies stream."""
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    def add(self, text: str, classes: str = "", message_id: str | None = None) -> Line:
+        """Append one entry and return it."""
+        line = Line(text, classes=classes, message_id=message_id)
+        self.mount(line)
+        return line
+
+    def start_reply(self, speaker: str) -> Reply:
+        """Append an empty reply to stream into, under its speaker's name."""
+        reply = Reply(speaker)
+        self.mount_all([speaker_label(speaker), reply])
+        return reply
+
+    def add_tool_call(self, call_id: str, name: str, arguments: str) -> ToolCallView:
+        view = ToolCallView(call_id, name, arguments)
+        self.mount(view)
+        return view
+
+    def entries(self) -> list[Widget]:
+        return [child for child in self.children if isinstance(child, (Line, Reply, ToolCallView))]
+
+    def texts(self) -> list[str]:
+        """Every entry's text, in order (for tests and copying)."""
+        return [child.text for child in self.entries()]  # type: ignore[attr-defined]
+
+    def find(self, message_id: str, text: str = "") -> Widget | None:
+        """The entry showing message `message_id` (or, for entries of this session, which do not know their message's
+        id, the last one showing `text`), if it is shown."""
+        entries = self.entries()
+        by_id = next((e for e in entries if getattr(e, "message_id", None) == message_id), None)
+        if by_id is not None or not text:
+            return by_id
+        shown = {f"you> {text}", text}
+        return next((e for e in reversed(entries) if getattr(e, "message_id", None) is None and
+                     (getattr(e, "text", None) in shown or getattr(e, "body", None) == text)), None)
+
+    def show_history(self, speaker: str, context: Sequence[Message], hidden: int, summary: str) -> None:
+        """The agent's in-context messages, after a marker saying how many older ones were summarized."""
+        widgets: list[Widget] = []
+        if hidden:
+            marker = Collapsible(Static(summary or "(no summary)", markup=False, classes="summary"),
+                                 title=escape(f"⋯ {hidden:,} older messages were summarized (they stay in recall "
+                                              f"memory) — expand for the summary"),
+                                 collapsed=True, classes="marker")
+            widgets.append(marker)
+        calls: dict[str, ToolCallView] = {}
+        for message in context:
+            widgets.extend(self._history_entry(speaker, message, calls))
+        if widgets:
+            self.mount_all(widgets)
+
+    @staticmethod
+    def _history_entry(speaker: str, message: Message, calls: dict[str, ToolCallView]) -> list[Widget]:
+        if message.role == "user" and message.name:  # the pager's memory-pressure alert, not the person
+            return [Line(f"! {short(message.content, 200)}", classes="notice", message_id=message.id)]
+        if message.role == "user":
+            return [Line(f"you> {message.content}", classes="user", message_id=message.id)]
+        if message.role == "assistant":
+            out: list[Widget] = []
+            if message.content.strip():
+                out += [speaker_label(speaker), Reply(speaker, message.content, message_id=message.id)]
+            for call in message.tool_calls:
+                calls[call.id] = ToolCallView(call.id, call.name, call.arguments)
+                out.append(calls[call.id])
+            return out
+        if message.role == "tool" and message.tool_call_id in calls:
+            calls[message.tool_call_id].finish(message.content, message.is_error)
+            return []
+        if message.role == "system":
+            return [Line(f"(system) {short(message.content, 200)}", classes="info", message_id=message.id)]
+        return []
+

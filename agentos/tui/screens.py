@@ -1,0 +1,251 @@
+"""The TUI's dialogs: a block's edit history, editing a block, searching memory, picking or creating an agent,
+choosing a restore point, and help. Each returns its answer through `dismiss`; none touches the agent itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.markup import escape
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static, TextArea
+from textual.widgets.option_list import Option
+
+from agentos.blocks import MemoryEdit
+from agentos.tui.diff import diff_text
+
+
+def who_made(edit: MemoryEdit) -> str:
+    """Who made an edit, in words."""
+    if edit.by == "user":
+        return "you (by hand)"
+    return "the model" + (f" ({edit.tool_call_id})" if edit.tool_call_id else "")
+
+
+class Dialog(ModalScreen[Any]):
+    """A modal dialog that Escape closes with no answer."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
+    DEFAULT_CSS = """
+    Dialog { align: center middle; }
+    Dialog > .dialog { width: 90%; max-width: 100; height: auto; max-height: 90%; border: round $accent;
+                       background: $surface; padding: 0 1; }
+    Dialog .hint { color: $text-muted; }
+    Dialog .dialog-error { color: $error; }
+    Dialog .buttons { height: auto; align-horizontal: right; }
+    Dialog .edit-diff { margin-bottom: 1; }
+    """
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class BlockHistoryScreen(Dialog):
+    """Every edit of one block, newest first, each as a diff with who made it and when."""
+
+    def __init__(self, label: str, edits: Sequence[MemoryEdit]) -> None:
+        super().__init__()
+        self.label, self.edits = label, [e for e in edits if e.label == label][::-1]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as box:
+            box.border_title = escape(f"history of [{self.label}] · {len(self.edits)} edit(s) · Esc closes")
+            with VerticalScroll(id="edits"):
+                if not self.edits:
+                    yield Static("No edits yet.", classes="hint")
+                for edit in self.edits:
+                    head = Text.assemble((f"{edit.at.astimezone():%Y-%m-%d %H:%M:%S}", "bold"),
+                                         f"  by {who_made(edit)}  ",
+                                         (f"{len(edit.old_value):,} → {len(edit.new_value):,} chars", "dim"))
+                    yield Static(head, classes="edit-head")  # one edit: when, who, sizes; then its diff
+                    yield Static(diff_text(edit.old_value, edit.new_value, context=60), classes="edit-diff")
+
+
+class EditBlockScreen(Dialog):
+    """Edit a block's value by hand; answers the new value (Ctrl-S) or None (Escape)."""
+
+    BINDINGS = [Binding("ctrl+s", "save", "Save"), Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, label: str, value: str, limit: int) -> None:
+        super().__init__()
+        self.label, self.value, self.limit = label, value, limit
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as box:
+            box.border_title = escape(f"edit [{self.label}] (limit {self.limit:,} chars)")
+            yield TextArea(self.value, id="editor", soft_wrap=True)
+            yield Static("Ctrl-S saves (logged as your edit) · Esc cancels", classes="hint")
+            yield Static("", id="edit-error", classes="dialog-error")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(TextArea).text.rstrip("\n"))
+
+    def show_error(self, text: str) -> None:
+        self.query_one("#edit-error", Static).update(text)
+
+
+@dataclass
+class SearchResult:
+    """One hit for the results list: what to show, and the message or passage it points to."""
+
+    id: str
+    line: str
+
+
+class SearchScreen(Dialog):
+    """Search one memory tier: type a query, Enter searches, pick a result to jump to it."""
+
+    def __init__(self, title: str, search: Callable[[str], tuple[str, list[SearchResult]]], query: str = "") -> None:
+        super().__init__()
+        self.title_text, self.search, self.query_text = title, search, query
+        self.results: list[SearchResult] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as box:
+            box.border_title = escape(f"{self.title_text} · Enter searches · Esc closes")
+            yield Input(self.query_text, placeholder="search for…", id="query")
+            yield Static("", id="summary", classes="hint")
+            yield OptionList(id="results")
+
+    def on_mount(self) -> None:
+        self.query_one("#query", Input).focus()
+        if self.query_text:
+            self.run_search(self.query_text)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.run_search(event.value)
+
+    def run_search(self, query: str) -> None:
+        summary, self.results = self.search(query)
+        self.query_one("#summary", Static).update(summary)
+        results = self.query_one("#results", OptionList)
+        results.clear_options()
+        results.add_options([Option(Text(r.line), id=r.id) for r in self.results])
+        if self.results:
+            results.highlighted = 0
+            results.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
+class PickerScreen(Dialog):
+    """Choose one of several options (agents, restore points); answers the option's id."""
+
+    def __init__(self, title: str, options: Sequence[tuple[str, str]], hint: str = "") -> None:
+        super().__init__()
+        self.title_text, self.options, self.hint = title, list(options), hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as box:
+            box.border_title = escape(f"{self.title_text} · Enter chooses · Esc closes")
+            if self.hint:
+                yield Static(self.hint, classes="hint")
+            yield OptionList(*(Option(Text(text), id=key) for key, text in self.options), id="options")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
+@dataclass
+class NewAgent:
+    """What the new-agent dialog asks for."""
+
+    name: str
+    model: str
+    persona: str
+    human: str
+
+
+class NewAgentScreen(Dialog):
+    """Ask for a new agent's name, model, persona and human block; answers a NewAgent."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self.model = model
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as box:
+            box.border_title = "new agent · Enter in the last field creates · Esc cancels"
+            yield Label("Name")
+            yield Input(placeholder="e.g. sam", id="name")
+            yield Label("Model (openai/…, anthropic/…, ollama/…, scripted/demo)")
+            yield Input(self.model, id="model")
+            yield Label("Persona (empty: the default)")
+            yield Input(id="persona")
+            yield Label("What it knows about you (empty: nothing yet)")
+            yield Input(id="human")
+            yield Static("", id="new-error", classes="dialog-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Create", id="create", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#name", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "human":
+            self.create()
+        else:
+            self.focus_next()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.create()
+
+    def create(self) -> None:
+        values = {i.id: i.value.strip() for i in self.query(Input) if i.id}
+        if not values["name"]:
+            self.show_error("Give the agent a name.")
+            return
+        self.dismiss(NewAgent(name=values["name"], model=values["model"], persona=values["persona"],
+                              human=values["human"]))
+
+    def show_error(self, text: str) -> None:
+        self.query_one("#new-error", Static).update(text)
+
+
+class AskScreen(Dialog):
+    """Ask one line (a file to export to, a confirmation); answers the text, or None."""
+
+    def __init__(self, title: str, value: str = "", hint: str = "") -> None:
+        super().__init__()
+        self.title_text, self.value, self.hint = title, value, hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as box:
+            box.border_title = escape(f"{self.title_text} · Enter confirms · Esc cancels")
+            if self.hint:
+                yield Static(self.hint, classes="hint")
+            yield Input(self.value, id="answer")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value)
+
+
+class TextScreen(Dialog):
+    """Read-only text: help, or a message found by a search."""
+
+    def __init__(self, title: str, text: str | Text) -> None:
+        super().__init__()
+        self.title_text, self.text = title, text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog") as box:
+            box.border_title = escape(f"{self.title_text} · Esc closes")
+            yield Static(self.text, markup=False, classes="help")

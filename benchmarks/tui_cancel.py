@@ -1,0 +1,114 @@
+"""How fast the TUI lets go: Escape during a provider's retry back-off, and Ctrl-C during a streaming reply.
+
+A local server answers every model call with HTTP 429 and `retry-after: 20` (so the real OpenAI provider waits 20 s
+before retrying), or streams a long reply slowly. The TUI runs headless (Textual's pilot) on a real agent whose
+model is that server, and the time from the key press to the turn's end (Escape) or the app's exit (Ctrl-C) is
+measured over several runs.
+
+    python benchmarks/tui_cancel.py [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+os.environ.setdefault("LANCEDB_LOG", "error")
+os.environ["AGENTOS_HOME"] = tempfile.mkdtemp(prefix="agentos-tui-cancel-")
+
+from agentos import Agent  # noqa: E402
+from agentos.tui.app import AgentApp  # noqa: E402
+
+RETRY_AFTER = "20"
+
+
+class Server(BaseHTTPRequestHandler):
+    """POST /v1/chat/completions: 429 for a message that says "limit", else a slow stream of many small chunks."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server name
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if "limit" in json.dumps(body["messages"][-1]):
+            payload = json.dumps({"error": {"message": "Rate limit reached", "type": "requests"}}).encode()
+            self.send_response(429)
+            self.send_header("content-type", "application/json")
+            self.send_header("retry-after", RETRY_AFTER)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        try:
+            for i in range(400):  # about 20 s of reply
+                chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "bench",
+                         "choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client hung up: what a cancel does
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+async def escape_during_back_off(port: int, name: str) -> float:
+    agent = Agent.create(name, model=f"openai-compatible/bench@http://127.0.0.1:{port}/v1")
+    app = AgentApp(agent)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.query_one("#prompt").value = "please hit the rate limit"
+        await pilot.press("enter")
+        while not any(t.startswith("! ") and "retrying" in t for t in app.conversation.texts()):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # well inside the wait
+        start = time.perf_counter()
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        took = time.perf_counter() - start
+    agent.close()
+    return took
+
+
+async def ctrl_c_during_reply(port: int, name: str) -> float:
+    agent = Agent.create(name, model=f"openai-compatible/bench@http://127.0.0.1:{port}/v1")
+    app = AgentApp(agent)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.query_one("#prompt").value = "tell me a long story"
+        await pilot.press("enter")
+        while not app.conversation.query("Reply"):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # mid-reply
+        start = time.perf_counter()
+        await pilot.press("ctrl+c")
+        while app.is_running and app.return_code is None:
+            await asyncio.sleep(0.005)
+        took = time.perf_counter() - start
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    for label, case in (("Escape during a 20 s retry back-off -> turn ended", escape_during_back_off),
+                        ("Ctrl-C during a streaming reply -> app exited", ctrl_c_during_reply)):
+        times = [asyncio.run(case(port, f"bench-{case.__name__[:6]}-{i}")) for i in range(args.runs)]
+        ms = sorted(1000 * t for t in times)
+        print(f"{label}: median {statistics.median(ms):.0f} ms, max {ms[-1]:.0f} ms ({args.runs} runs)")
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

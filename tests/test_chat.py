@@ -1,0 +1,143 @@
+"""The line REPL: each reply on its own line (piped input too), and readline editing with a persistent history."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agentos import Agent
+from agentos.chat import HISTORY_LENGTH, Repl, history_path, setup_line_editing
+from agentos.errors import ServerError
+from agentos.events import Event, TextDelta
+from agentos.providers import ScriptedProvider, Step
+from tests.test_cli import run_cli
+
+
+def piped(out: io.StringIO, *lines: str) -> Callable[[str], str]:
+    """A `read` that behaves like `input()` on piped stdin: it writes the prompt, not the line, then EOF."""
+    queue = iter(lines)
+
+    def read(prompt: str) -> str:
+        out.write(prompt)
+        try:
+            return next(queue)
+        except StopIteration:
+            raise EOFError from None
+
+    return read
+
+
+def chat(provider: ScriptedProvider, *lines: str) -> list[str]:
+    """The REPL's output lines for `lines` typed to a new agent "sam" on `provider`."""
+    out = io.StringIO()
+    assert Repl(Agent.create("sam", provider=provider), read=piped(out, *lines), out=out).run() == 0
+    return out.getvalue().splitlines()
+
+
+def test_each_reply_ends_its_own_line() -> None:
+    printed = chat(ScriptedProvider(["Hello there.", "Hello again."], chunk_size=4), "hi", "hi again")
+    assert printed[1:] == ["you> sam> Hello there.", "you> sam> Hello again.", "you> "]
+
+
+def test_a_turn_that_stops_right_after_its_text_still_ends_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = Agent.create("sam", provider=ScriptedProvider([]))
+
+    def text_only(text: str) -> Iterator[Event]:
+        yield TextDelta(text="Hello")
+        yield TextDelta(text=" there.")
+
+    monkeypatch.setattr(agent, "turn", text_only)
+    out = io.StringIO()
+    assert Repl(agent, read=piped(out, "hi", "hi again"), out=out).run() == 0
+    assert out.getvalue().splitlines()[1:] == ["you> sam> Hello there.", "you> sam> Hello there.", "you> "]
+
+
+def test_a_reply_cut_by_a_failure_still_ends_its_line() -> None:
+    class Cut(ScriptedProvider):
+        """Streams a little text, then the connection fails."""
+
+        def stream(self, request):  # type: ignore[no-untyped-def]
+            yield from list(super().stream(request))[:1]
+            raise ServerError("connection lost")
+
+    printed = chat(Cut([Step("Half a reply")]), "hi")
+    assert printed[1] == "you> sam> Half a reply"
+    assert printed[2].startswith("  ! the reply was cut off") and printed[3].startswith("error: connection lost")
+
+
+def test_piped_chat_puts_each_turn_on_its_own_lines() -> None:
+    assert run_cli("new", "tom", "--model", "scripted/demo").returncode == 0
+    done = run_cli("chat", "tom", stdin="my name is Ada\nwhat is my name?\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("you> my name is Ada")  # what was read is echoed after the prompt, and the reply starts a line
+    assert "tom> Nice to meet you, Ada! I've saved your name to my memory." in lines[start + 1:]
+    asked = lines.index("you> what is my name?")
+    assert lines[asked + 1] == "tom> Your name is Ada." and start < asked
+    assert lines[-1] == "you> "  # the last reply ended its line; EOF then ends the prompt's
+
+
+def test_a_repl_given_its_own_read_leaves_line_editing_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: Path | None = None) -> Callable[[], None]:
+        raise AssertionError("line editing was set up for a test's read function")
+
+    monkeypatch.setattr("agentos.chat.setup_line_editing", refuse)
+    assert chat(ScriptedProvider(["ok"]), "hi")[1] == "you> sam> ok"
+
+
+@pytest.fixture
+def readline() -> Iterator[object]:
+    """The stdlib readline module with an empty history, emptied again afterwards; skipped where there is none."""
+    module = pytest.importorskip("readline")
+    module.clear_history()
+    yield module
+    module.clear_history()
+
+
+def history(readline: object) -> list[str]:
+    """The lines now in readline's history."""
+    length = readline.get_current_history_length()  # type: ignore[attr-defined]
+    return [readline.get_history_item(i) for i in range(1, length + 1)]  # type: ignore[attr-defined]
+
+
+def test_history_is_saved_at_exit_and_loaded_next_time(readline: object, agentos_home: Path) -> None:
+    path = history_path()
+    assert path == agentos_home / "repl_history"
+    save = setup_line_editing(path)  # a first session: no file yet, no error
+    assert history(readline) == []
+    for line in ("hello", "/memory"):
+        readline.add_history(line)  # type: ignore[attr-defined]
+    save()
+    assert path.exists()
+    readline.clear_history()  # type: ignore[attr-defined]
+    setup_line_editing(path)
+    assert history(readline) == ["hello", "/memory"]
+
+
+def test_history_keeps_the_newest_lines(readline: object, tmp_path: Path) -> None:
+    path = tmp_path / "repl_history"
+    path.write_text("".join(f"line {i}\n" for i in range(HISTORY_LENGTH + 500)))
+    save = setup_line_editing(path)
+    readline.add_history("newest")  # type: ignore[attr-defined]
+    save()
+    kept = path.read_text().splitlines()
+    assert len(kept) == HISTORY_LENGTH and kept[-1] == "newest" and kept[0] == "line 501"
+
+
+def test_a_history_that_cannot_be_read_or_written_is_no_error(readline: object, tmp_path: Path) -> None:
+    unusable = tmp_path / "a-folder"
+    unusable.mkdir()
+    save = setup_line_editing(unusable)  # a folder: neither readable nor writable as a file
+    readline.add_history("hi")  # type: ignore[attr-defined]
+    save()
+    assert unusable.is_dir() and history(readline) == ["hi"]
+
+
+def test_without_readline_there_is_no_line_editing_and_no_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("agentos.chat._readline", lambda: None)
+    save = setup_line_editing(tmp_path / "repl_history")
+    save()
+    assert not (tmp_path / "repl_history").exists()
