@@ -122,7 +122,7 @@ class Repl:
             self.loop()
         finally:
             save_history()
-        self.agent.close()
+            self.agent.close()
         return 1 if self.ended else 0
 
     def line_editing(self) -> Callable[[], None]:

@@ -161,7 +161,7 @@ def run_demo(agent: Any, plain: bool) -> int:
         return Repl(agent).run()
     from agentos.tui.app import run_tui  # textual is imported only here
 
-    return run_tui(agent, tour=DEMO_TOUR)
+    return run_tui(agent, tour=DEMO_TOUR if agent.state.message_count == 0 else ())  # the tour once, on a new agent
 
 
 def cmd_delete(args: argparse.Namespace) -> int:

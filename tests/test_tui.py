@@ -16,6 +16,7 @@ from agentos.agent.context import repair_context
 from agentos.agent.state import AgentSettings, PagerSettings
 from agentos.errors import ServerError
 from agentos.events import TextDelta
+from agentos.messages import Message
 from agentos.providers import ModelRequest, ScriptedProvider, Step
 from agentos.providers.base import ProviderEvent, StreamText
 from agentos.providers.openai_provider import OpenAIProvider
@@ -156,8 +157,14 @@ def test_a_hand_edit_over_the_limit_is_refused_with_a_notice_and_nothing_changes
         app.screen.query_one("TextArea").text = "x" * (limit + 1)
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert any("not saved" in n.message for n in app._notifications)
+        screen = app.screen
+        assert isinstance(screen, EditBlockScreen)  # still open, with what was typed, and why it was refused
+        assert screen.query_one("TextArea").text == "x" * (limit + 1)
+        assert "not saved" in str(screen.query_one("#edit-error").render())
         assert app.query_one("#block-human", BlockView).text == "Name: Ada" and app.is_running
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is app.query_one("#prompt")
 
     run(test, agent)
     assert Agent.load("tuilimit", provider=ScriptedProvider([]), read_only=True).block("human").value == "Name: Ada"
@@ -291,7 +298,7 @@ def test_escape_cancels_a_slow_turn_and_the_agent_reloads_consistently() -> None
         await pilot.press("enter")
         await asyncio.to_thread(entered.wait, 10)  # the second model call is running
         await pilot.press("escape")
-        assert app.status_line.text.endswith("cancelling…")
+        assert app.status_line.text.startswith("⠋ cancelling…") or "cancelling…" in app.status_line.text
         release.set()
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -432,7 +439,9 @@ def test_the_80_by_24_layout_puts_the_memory_pane_below_and_keeps_everything_on_
             assert region.area > 0 and screen.contains_region(region)
         assert conversation.bottom <= memory.y and conversation.width == memory.width  # stacked, full width
         assert memory.bottom <= status.y and status.bottom <= prompt.y and prompt.bottom <= footer.y
-        assert app.query_one("#block-human", BlockView).region.area > 0
+        human = app.query_one("#block-human", BlockView)
+        assert memory.contains_region(human.region)  # the edited block is scrolled into view
+        assert "thinking" not in app.status_line.text and app.status_line.text.startswith("scripted/script")
 
     run(test, agent, size=(80, 24))
 
@@ -593,3 +602,98 @@ def test_rewind_from_the_tui_takes_back_the_last_turn_and_keeps_a_copy() -> None
     run(test, agent)
     copy = Agent.load("tuirw.before-rewind-1", provider=ScriptedProvider([]), read_only=True)
     assert "Name: Ada" in copy.block("human").value and copy.state.message_count == 6
+
+
+def test_markup_in_errors_replies_blocks_and_tool_arguments_is_shown_as_typed() -> None:
+    call = Step(tool_calls=[("core_memory_append", {"label": "human", "content": "likes [bold]x[/] and C:\\[x]"})])
+    provider = ScriptedProvider([ServerError("bad [/] thing [@click=app.quit]"), call, "a [/] reply [link=x]y[/link]"])
+    agent = Agent.create("tuimarkup", provider=provider, human="[red]")
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        await say(app, pilot, "hello [/]")
+        assert "error: bad [/] thing [@click=app.quit] (ServerError)" in app.conversation.texts()
+        assert [n.message for n in app._notifications] == ["error: bad [/] thing [@click=app.quit] (ServerError)"]
+        await say(app, pilot, "remember [b]")
+        title = str(app.conversation.query_one(ToolCallView)._title.render())
+        assert "[bold]x[/]" in title and "C:\\\\[x]" in title  # as the JSON has it: no markup, no doubled escapes
+        assert "[bold]x[/]" in app.query_one("#block-human", BlockView).text
+        await say(app, pilot, "/[/]")
+        assert app.is_running and any(t.startswith("unknown command /[/]") for t in app.conversation.texts())
+        assert "Edit [human] by hand" in [str(c.help) for c in app.get_system_commands(app.screen)
+                                          if c.title == "Edit block: human"][0].replace("\\", "")
+
+    run(test, agent)
+
+
+def test_tab_moves_from_the_input_into_the_memory_pane() -> None:
+    agent = Agent.create("tuitab", provider=ScriptedProvider([ADA, "ok"]), human="")
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        await say(app, pilot, "my name is Ada")  # a tool call line is in the conversation now
+        await pilot.press("tab")
+        assert isinstance(app.focused, BlockView)
+        await pilot.press("tab")
+        assert isinstance(app.focused, BlockView) and app.focused.block_label == "human"
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, BlockHistoryScreen)
+
+    run(test, agent)
+
+
+def test_quitting_while_a_model_call_hangs_leaves_it_to_close_the_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentos.tui.app as tui_app
+
+    monkeypatch.setattr(tui_app, "QUIT_WAIT_SECONDS", 0.2)
+    entered, release = threading.Event(), threading.Event()
+
+    def script(request: ModelRequest) -> Any:
+        entered.set()
+        release.wait(10)  # a model call that outlasts the wait
+        return Step(text="late answer")
+
+    agent = Agent.create("tuihang", provider=ScriptedProvider(script))
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        app.query_one("#prompt").value = "hello"
+        await pilot.press("enter")
+        await asyncio.to_thread(entered.wait, 10)
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.5)
+        assert not app.closed  # the worker still has the agent: nobody closed it under the running turn
+        release.set()
+
+    app = run(test, agent)
+    assert app.closed and app.close_error is None  # the worker closed it once the call returned
+    reloaded = Agent.load("tuihang", provider=ScriptedProvider([]))
+    assert reloaded.context[0].content == "hello" and repair_context(list(reloaded.context)) == list(reloaded.context)
+
+
+def test_summarize_runs_in_a_worker_and_the_screen_stays_live() -> None:
+    gate = threading.Event()
+
+    def summarizer(request: ModelRequest) -> Step:
+        gate.wait(10)
+        return Step("S: numbered topics.")
+
+    provider = ScriptedProvider(lambda request: "ok", context_window=2000)
+    agent = Agent.create("tuislow", provider=provider, settings=AgentSettings(pager=PagerSettings()))
+    agent.pager.summarizer = ScriptedProvider(summarizer, context_window=2000)
+    for i in range(8):
+        agent.add_history([Message.user(f"topic {i}: " + "words " * 50), Message.assistant("ok")], in_context=2)
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        app.query_one("#prompt").value = "/summarize"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.busy and "summarizing" in app.status_line.text
+        await pilot.press("f1")  # the app answers keys while the model writes the summary
+        await pilot.pause()
+        assert isinstance(app.screen, TextScreen)
+        await pilot.press("escape")
+        gate.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not app.busy and any("summarized" in t for t in app.conversation.texts())
+
+    run(test, agent)

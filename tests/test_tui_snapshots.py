@@ -56,7 +56,6 @@ async def say(pilot: Any, text: str) -> None:
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
     app.conversation.scroll_end(animate=False, immediate=True)
-    app.memory_panel.scroll_home(animate=False, immediate=True)
     await pilot.pause()
 
 

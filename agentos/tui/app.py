@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 from textual.worker import get_current_worker
@@ -39,7 +41,7 @@ from agentos.formatting import (
 from agentos.tui.conversation import Conversation, Reply, ToolCallView
 from agentos.tui.diff import changed_chars
 from agentos.tui.memory import BlockView, MemoryPanel
-from agentos.tui.messages import AgentEvent, StatusChanged, TurnEnded, TurnError
+from agentos.tui.messages import AgentEvent, JobEnded, StatusChanged, TurnEnded, TurnError
 from agentos.tui.screens import (
     AskScreen,
     BlockHistoryScreen,
@@ -68,6 +70,8 @@ KEYS = """Keys:
 HELP = help_text(KEYS)
 
 QUIT_WAIT_SECONDS = 10.0
+THINKING = "thinking… (Esc cancels)"
+SLOW_COMMANDS = {"/summarize"}  # commands that call the model: run in a worker, so the screen never freezes
 SPIN_SECONDS = 0.1
 TOUR_HINT = ("Guided tour: press Enter to send each suggested message and watch the memory pane, or type your own "
              "at any time. ({left} steps)")
@@ -148,6 +152,11 @@ class AgentApp(App[int]):
         self._retry_line: Any = None
         self._touring = bool(self.tour)  # a guided tour is running (it says when it is over)
         self._found: dict[str, Any] = {}  # the last search's hits by id
+        self._idle = threading.Event()  # no worker has the agent
+        self._idle.set()
+        self._close_when_idle = False  # the app quit while a worker had the agent: the worker closes it
+        self._close_lock = threading.Lock()
+        self.close_error: str | None = None
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -190,6 +199,11 @@ class AgentApp(App[int]):
     @property
     def status_line(self) -> StatusBar:
         return self.query_one("#status", StatusBar)
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """A notification whose text is shown as it is: error text from a provider or a path is never markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def focus_input(self, *_: Any) -> None:
         prompt = self.query_one("#prompt", Input)
@@ -235,8 +249,14 @@ class AgentApp(App[int]):
                                   classes="info")
 
     def command(self, line: str) -> None:
-        """Run a slash command, as in the line REPL."""
-        outcome = run_command(self.agent, line, keys=KEYS, busy=self.busy)
+        """Run a slash command, as in the line REPL (one that may call the model runs in a worker)."""
+        if line.split()[0].lower() in SLOW_COMMANDS and not self.busy:
+            self.run_job("summarizing… (the model writes the summary)",
+                         lambda: run_command(self.agent, line, keys=KEYS), self.after_command)
+            return
+        self.after_command(run_command(self.agent, line, keys=KEYS, busy=self.busy))
+
+    def after_command(self, outcome: Outcome) -> None:
         if outcome.exit:
             self.call_later(self.action_quit)
             return
@@ -253,21 +273,41 @@ class AgentApp(App[int]):
         for text, style in outcome.lines:
             self.conversation.add(text, classes="help" if text.startswith("Commands:") else style)
         if any(style == "error" for _, style in outcome.lines):
-            self.notify(outcome.lines[-1][0], severity="error")
+            self.notify(outcome.lines[-1][0].split(". ")[0], severity="error")
         self.refresh_status()
 
     # -- the turn ----------------------------------------------------------------------------
 
+    def begin_busy(self, activity: str) -> None:
+        """The agent is in a worker's hands (a turn or a job): the spinner runs until `end_busy`."""
+        self.busy = True
+        self._idle.clear()
+        self.status_line.set(activity=activity)
+        self._spinner = self.set_interval(SPIN_SECONDS, lambda: self.status_line.spin(self.busy))
+
+    def end_busy(self) -> None:
+        self.busy = False
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+        self.status_line.spin(False)
+        self.status_line.set(activity="")
+
+    def worker_done(self) -> None:
+        """Called on the worker's thread as it lets go of the agent; closes it if the app quit without waiting."""
+        self._idle.set()
+        if self.quitting and self._close_when_idle:
+            self.close_agent()
+
     def start_turn(self, text: str) -> None:
         """Show the user's message and run the turn in a worker."""
-        self.busy = True
         self._cancel.clear()
         self._reply = None
         self._tools.clear()
         self.memory_panel.settle(self.agent.blocks)
         self.conversation.add(f"you> {text}", classes="user")
-        self.status_line.set(activity="thinking… (Esc cancels)")
-        self._spinner = self.set_interval(SPIN_SECONDS, lambda: self.status_line.spin(self.busy))
+        self.conversation.anchor()  # back to following the end (a search's jump may have scrolled away)
+        self.begin_busy(THINKING)
         self.run_turn(text)
 
     @work(thread=True, exclusive=True, group="agent", exit_on_error=False)
@@ -296,6 +336,7 @@ class AgentApp(App[int]):
             except Exception:  # noqa: BLE001 - the numbers are a nicety
                 pass
             finally:
+                self.worker_done()
                 self.post_message(TurnEnded(cancelled or self._cancel.is_set()))
 
     def action_cancel_turn(self) -> None:
@@ -311,15 +352,18 @@ class AgentApp(App[int]):
         if isinstance(event, TextDelta):
             if self._reply is None:
                 self._reply = self.conversation.start_reply(self.agent.name)
+                if self._retry_line is not None:  # the retry worked: the reply is streaming
+                    self._retry_line = None
+                    self.status_line.set(activity=THINKING)
             await self._reply.add(event.text)
             return
         await self.end_reply()
         if isinstance(event, Retrying):
             self.show_retry(event)
             return
-        self._retry_line = None
-        if busy_activity := ("thinking… (Esc cancels)" if self.busy else ""):
-            self.status_line.set(activity=busy_activity)
+        if self._retry_line is not None:
+            self._retry_line = None
+            self.status_line.set(activity=THINKING if self.busy else "")
         if isinstance(event, ToolCallStarted):
             self._tools[event.call_id] = self.conversation.add_tool_call(event.call_id, event.name, event.arguments)
         elif isinstance(event, ToolCallFinished):
@@ -354,12 +398,14 @@ class AgentApp(App[int]):
         self.status_line.set(activity=f"{text} (Esc cancels)")
 
     def show_edit(self, label: str, old: str, new: str, who: str) -> None:
+        """An edit as a line in the conversation and a diff in its block (from the edit's own values: the worker may
+        already be changing the agent further)."""
         added, removed = changed_chars(old, new)
         self.conversation.add(f"✎ memory [{label}] +{added}/−{removed} chars by {who}", classes="memory-edit")
-        self.memory_panel.show(self.agent.blocks, changed=label, old=old, who=who)
+        self.memory_panel.show_edit(self.agent.blocks, label, old, new, who)
         view = self.memory_panel.view(label)
-        if view is not None:
-            self.memory_panel.scroll_to_widget(view, animate=False)
+        if view is not None:  # once the new value is laid out
+            self.call_after_refresh(self.memory_panel.scroll_to_widget, view, animate=False)
 
     def end_session(self, why: str) -> None:
         """This session can no longer save the agent (deleted or taken over): no more turns."""
@@ -379,18 +425,44 @@ class AgentApp(App[int]):
 
     async def on_turn_ended(self, message: TurnEnded) -> None:
         self.busy = False
-        if self._spinner is not None:
-            self._spinner.stop()
-            self._spinner = None
         if self.quitting:
             return
+        self.end_busy()
         await self.end_reply()
         if message.cancelled:
             self.conversation.add("(cancelled)", classes="info")
         self._retry_line = None
-        self.status_line.spin(False)
-        self.status_line.set(activity="")
         self.offer_tour()
+
+    def run_job(self, activity: str, job: Callable[[], Any], then: Callable[[Any], Any]) -> None:
+        """Run `job` (a summary, an export, a rewind: work that may call the model or take seconds) in a worker,
+        with the spinner; `then(result)` runs here afterwards, and a failure is a notice."""
+        if self.busy:
+            self.notify("Wait for the reply (or cancel it with Escape) first.", severity="warning")
+            return
+        self.begin_busy(activity)
+        self._run_job(job, then)
+
+    @work(thread=True, exclusive=True, group="agent", exit_on_error=False)
+    def _run_job(self, job: Callable[[], Any], then: Callable[[Any], Any]) -> None:
+        try:
+            self.post_message(JobEnded(then, result=job()))
+        except Exception as exc:  # noqa: BLE001 - a notice; the app goes on
+            self.post_message(JobEnded(then, error=exc))
+        finally:
+            self.worker_done()
+
+    async def on_job_ended(self, message: JobEnded) -> None:
+        if self.quitting:
+            return
+        self.end_busy()
+        if message.error is not None:
+            self.notify(f"{message.error}", severity="error", timeout=10)
+        else:
+            outcome = message.then(message.result)
+            if asyncio.iscoroutine(outcome):
+                await outcome
+        self.refresh_status()
 
     def on_collapsible_expanded(self) -> None:
         """A tool call or the summary marker opened (or closed, below): typing goes on in the input."""
@@ -419,21 +491,20 @@ class AgentApp(App[int]):
             self.notify("Wait for the reply (or cancel it with Escape) before editing memory.", severity="warning")
             return
         block = self.agent.block(label)
-        screen = EditBlockScreen(label, block.value, block.limit)
 
-        def done(value: str | None) -> None:
-            self.focus_input()
-            if value is None or value == block.value:
-                return
+        def save(value: str) -> str | None:
+            """Save the edit; the reason it was refused (the dialog stays open with the text), or None."""
+            if value == block.value:
+                return None
             try:
                 edit = self.agent.set_block(label, value)
-            except Exception as exc:  # noqa: BLE001 - a refused edit is a notice, and the dialog stays open
-                self.notify(f"not saved: {exc}", severity="error", timeout=8)
-                return
+            except Exception as exc:  # noqa: BLE001 - shown in the dialog, which keeps what was typed
+                return f"not saved: {exc}"
             self.show_edit(label, edit.old_value, edit.new_value, "you (by hand)")
             self.refresh_status()
+            return None
 
-        self.push_screen(screen, done)
+        self.push_screen(EditBlockScreen(label, block.value, block.limit, save), self.focus_input)
 
     # -- commands: agents, search, export, rewind --------------------------------------------
 
@@ -450,9 +521,9 @@ class AgentApp(App[int]):
         yield SystemCommand("Rewind", "Go back to a restore point (a copy of the agent is kept)", self.action_rewind)
         for block in self.agent.blocks:
             label = block.label
-            yield SystemCommand(f"Edit block: {label}", f"Edit [{label}] by hand (logged as your edit)",
+            yield SystemCommand(f"Edit block: {label}", escape(f"Edit [{label}] by hand (logged as your edit)"),
                                 lambda label=label: self.action_edit_block(label))
-            yield SystemCommand(f"Block history: {label}", f"Every edit of [{label}] as a diff",
+            yield SystemCommand(f"Block history: {label}", escape(f"Every edit of [{label}] as a diff"),
                                 lambda label=label: self.action_block_history(label))
 
     def action_help(self) -> None:
@@ -584,13 +655,12 @@ class AgentApp(App[int]):
         if path.exists():
             self.notify(f"{path} already exists; choose another file.", severity="error")
             return
-        try:
-            report = export_agent(self.agent.store, self.agent.name, path, held=self.agent)
-        except Exception as exc:  # noqa: BLE001
-            self.notify(f"export failed: {exc}", severity="error", timeout=10)
-            return
-        rows = ", ".join(f"{n:,} {what}" for what, n in report.rows.items())
-        self.conversation.add(f"Exported to {path}: {rows}", classes="info")
+        def exported(report: Any) -> None:
+            rows = ", ".join(f"{n:,} {what}" for what, n in report.rows.items())
+            self.conversation.add(f"Exported to {path}: {rows}", classes="info")
+
+        self.run_job("exporting…", lambda: export_agent(self.agent.store, self.agent.name, path, held=self.agent),
+                     exported)
 
     def action_rewind(self) -> None:
         if self.busy:
@@ -606,25 +676,25 @@ class AgentApp(App[int]):
         def chosen(turn: str | None) -> None:
             self.focus_input()
             if turn is not None:
-                self.call_later(self.rewind_to, int(turn))
+                self.rewind_to(int(turn))
 
         self.push_screen(PickerScreen("rewind to", options, "Everything after the point is taken back; the agent "
                                                             "as it is now is kept as a copy first."), chosen)
 
-    async def rewind_to(self, turn: int) -> None:
+    def rewind_to(self, turn: int) -> None:
         from agentos.cli_history import next_backup_name, rewind_keeping_copy
 
         backup = next_backup_name(self.agent)
-        try:
-            done = rewind_keeping_copy(self.agent, turn, backup)
-        except Exception as exc:  # noqa: BLE001
-            self.notify(f"rewind failed: {exc}", severity="error", timeout=10)
-            return
         name = self.agent.name
-        await self.reshow()
-        self.conversation.add(f"Rewound to point {turn}: {done.messages:,} message(s) and {done.edits} block "
+
+        async def rewound(done: Any) -> None:
+            await self.reshow()
+            self.conversation.add(f"Rewound to point {turn}: {done.messages:,} message(s) and {done.edits} block "
                               f'change(s) taken back. The agent as it was is kept as "{backup}" '
                               f"(agentos rewind {name} --undo puts it back).", classes="info")
+
+        self.run_job("rewinding… (keeping a copy first)", lambda: rewind_keeping_copy(self.agent, turn, backup),
+                     rewound)
 
     async def reshow(self) -> None:
         """Show the agent afresh (another agent, or this one after a rewind)."""
@@ -635,37 +705,42 @@ class AgentApp(App[int]):
     # -- quitting ----------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
-        """Ctrl-C or /exit: stop any turn, save the agent, leave."""
+        """Ctrl-C or /exit: stop any turn, save the agent, leave. A model call that does not return within
+        QUIT_WAIT_SECONDS is left to finish: its worker saves and closes the agent when it does."""
+        if self.quitting:
+            return
         self.quitting = True
         self._cancel.set()
-        try:
-            await asyncio.wait_for(self.workers.wait_for_complete(), QUIT_WAIT_SECONDS)
-        except TimeoutError:
-            pass  # a stuck model call: the loop still saves when it returns; the store flushes at exit
-        except Exception:  # noqa: BLE001 - a failed worker already showed its error
-            pass
-        if not self._turn_running():
+        if not self._idle.is_set():
+            self.status_line.set(activity="quitting: waiting for the model call to end…")
+        idle = await asyncio.to_thread(self._idle.wait, QUIT_WAIT_SECONDS)
+        if idle:
             self.close_agent()
-        self.exit(0)
-
-    def _turn_running(self) -> bool:
-        return any(w.group == "agent" and not w.is_finished for w in self.workers)
+        else:
+            self._close_when_idle = True
+            if self._idle.is_set():  # it ended just now, before it could see the flag
+                self.close_agent()
+        self.exit(1 if self.close_error else 0)
 
     def close_agent(self) -> None:
-        """Save anything unsaved (once)."""
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            self.agent.close()
-        except Exception as exc:  # noqa: BLE001 - reported on the terminal after the app exits
-            self.notify(f"could not save: {exc}", severity="error")
+        """Save anything unsaved and let go of the agent (once; from the app or a worker's thread)."""
+        with self._close_lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                self.agent.close()
+            except Exception as exc:  # noqa: BLE001 - run_tui prints it once the screen is the terminal's again
+                self.close_error = f"could not save {self.agent.name!r}: {exc}"
 
 
 def run_tui(agent: Agent, tour: Sequence[str] = ()) -> int:
-    """Run the app until the user leaves; return the exit code."""
+    """Run the app until the user leaves; return the exit code (1 when the agent could not be saved)."""
     app = AgentApp(agent, tour=tour)
     code = app.run()
-    if not app.closed and not app._turn_running():
+    if app._idle.is_set():
         app.close_agent()
+    if app.close_error:
+        print(f"error: {app.close_error}", file=sys.stderr)
+        return 1
     return code or 0

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
@@ -16,6 +17,8 @@ from agentos.formatting import short
 from agentos.messages import Message
 
 TITLE_ARGS = 60  # characters of a tool call's arguments in its one-line title
+DETAIL_CHARS = 20_000  # of a tool call's arguments, and of its result, shown when it is expanded
+HISTORY_SHOWN = 200  # in-context messages shown on open (the rest stay in context, and in recall)
 
 
 class Line(Static):
@@ -36,7 +39,7 @@ class Reply(Markdown):
     """The assistant's reply as Markdown, growing as text deltas arrive."""
 
     def __init__(self, speaker: str, body: str = "", message_id: str | None = None) -> None:
-        super().__init__(body, classes="reply")
+        super().__init__(body, classes="reply", open_links=False)  # a link in a reply is not followed on a click
         self.speaker = speaker
         self.body = body
         self.message_id = message_id
@@ -64,9 +67,14 @@ class Reply(Markdown):
 
 def _pretty(arguments: str) -> str:
     try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+        return _capped(json.dumps(json.loads(arguments), indent=2, ensure_ascii=False))
     except (ValueError, TypeError):
-        return arguments
+        return _capped(arguments)
+
+
+def _capped(text: str) -> str:
+    """At most DETAIL_CHARS of `text` (a huge result would freeze the screen that lays it out)."""
+    return text if len(text) <= DETAIL_CHARS else f"{text[:DETAIL_CHARS]}\n… {len(text) - DETAIL_CHARS:,} more characters"
 
 
 class ToolCallView(Collapsible):
@@ -75,6 +83,7 @@ class ToolCallView(Collapsible):
     def __init__(self, call_id: str, name: str, arguments: str) -> None:
         self.detail = Static("", markup=False, classes="tool-detail")
         super().__init__(self.detail, title="", collapsed=True, classes="tool")
+        self._title.can_focus = False  # Tab goes from the input to the memory pane; a click still toggles
         self.call_id, self.tool_name, self.arguments = call_id, name, arguments
         self.result: str | None = None
         self.is_error = False
@@ -95,11 +104,11 @@ class ToolCallView(Collapsible):
         self._show()
 
     def _show(self) -> None:
-        self.title = escape(self.text)
+        self._title.label = Content(self.text)  # plain text: arguments are never read as markup
         body = Text.assemble(("arguments\n", "bold"), _pretty(self.arguments))
         if self.result is not None:
             body.append("\n\nresult\n", "bold")
-            body.append(self.result, "red" if self.is_error else "")
+            body.append(_capped(self.result), "red" if self.is_error else "")
         self.detail.update(body)
 
 
@@ -108,8 +117,8 @@ def speaker_label(speaker: str) -> Static:
     return Static(f"{speaker}>", markup=False, classes="speaker")
 
 
-class Conversation(VerticalScroll):
-    """The scrolling transcript; stays anchored to the bottom while replies stream."""
+class Conversation(VerticalScroll, can_focus=False):
+    """The scrolling transcript; stays anchored to the bottom while replies stream (the mouse scrolls it)."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -152,11 +161,16 @@ class Conversation(VerticalScroll):
     def show_history(self, speaker: str, context: Sequence[Message], hidden: int, summary: str) -> None:
         """The agent's in-context messages, after a marker saying how many older ones were summarized."""
         widgets: list[Widget] = []
+        if len(context) > HISTORY_SHOWN:
+            widgets.append(Line(f"⋯ {len(context) - HISTORY_SHOWN:,} earlier messages in context are not shown here "
+                                f"(Ctrl-P, Search recall memory finds any of them)", classes="info"))
+            context = context[-HISTORY_SHOWN:]
         if hidden:
             marker = Collapsible(Static(summary or "(no summary)", markup=False, classes="summary"),
                                  title=escape(f"⋯ {hidden:,} older messages were summarized (they stay in recall "
                                               f"memory) — expand for the summary"),
                                  collapsed=True, classes="marker")
+            marker._title.can_focus = False
             widgets.append(marker)
         calls: dict[str, ToolCallView] = {}
         for message in context:

@@ -84,8 +84,8 @@ class BlockView(Vertical, can_focus=True):
         self.post_message(self.Action(self.block_label, "edit"))
 
 
-class MemoryPanel(VerticalScroll):
-    """Every core memory block, kept current by MemoryEdited events."""
+class MemoryPanel(VerticalScroll, can_focus=False):
+    """Every core memory block, kept current by MemoryEdited events (Tab moves through the blocks themselves)."""
 
     def __init__(self, blocks: list[Block], **kwargs: object) -> None:
         super().__init__(*(BlockView(b) for b in blocks), **kwargs)  # type: ignore[arg-type]
@@ -99,23 +99,32 @@ class MemoryPanel(VerticalScroll):
                 return child
         return None
 
-    def show(self, blocks: list[Block], changed: str | None = None, old: str | None = None, who: str = "") -> None:
-        """Refresh every block (adding views for new ones, removing gone ones); show `changed`'s edit from `old`."""
+    def show(self, blocks: list[Block]) -> None:
+        """Refresh every block (adding views for new ones, removing gone ones); a shown diff stays while it is current."""
         labels = {b.label for b in blocks}
         for view in list(self.query(BlockView)):
             if view.block_label not in labels:
                 view.remove()
         for block in blocks:
             view = self.view(block.label) or self._add(block)
-            if block.label == changed and old is not None:
-                view.show(block, old=view.diff[0] if view.diff else old, who=who)  # a turn's edits add up
-            elif view.diff is None or view.diff[1] != block.value:
+            if view.diff is None or view.diff[1] != block.value:
                 view.show(block)
 
     def _add(self, block: Block) -> BlockView:
         view = BlockView(block)
         self.mount(view)
         return view
+
+    def show_edit(self, blocks: list[Block], label: str, old: str, new: str, who: str) -> None:
+        """Show one edit of block `label` (from `old` to `new`, by `who`) as a diff; the edits one author makes in a
+        turn add up into one diff, and another author's edit starts a new one."""
+        block = next((b for b in blocks if b.label == label), None)
+        if block is None:
+            return
+        block = block.model_copy(update={"value": new})
+        view = self.view(label) or self._add(block)
+        same_author = view.diff is not None and view.diff[2] == who and view.diff[1] == old
+        view.show(block, old=view.diff[0] if same_author and view.diff else old, who=who)
 
     def settle(self, blocks: list[Block]) -> None:
         """Clear every shown diff (called when the next turn starts)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from textual.message import Message
 
 from agentos.events import Event
@@ -38,3 +41,11 @@ class TurnEnded(Message):
     def __init__(self, cancelled: bool) -> None:
         super().__init__()
         self.cancelled = cancelled
+
+
+class JobEnded(Message):
+    """A job the app ran in a worker (a summary, an export, a rewind) is done: `then(result)`, or its error."""
+
+    def __init__(self, then: Callable[[Any], Any], result: Any = None, error: Exception | None = None) -> None:
+        super().__init__()
+        self.then, self.result, self.error = then, result, error

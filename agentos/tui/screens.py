@@ -67,26 +67,32 @@ class BlockHistoryScreen(Dialog):
 
 
 class EditBlockScreen(Dialog):
-    """Edit a block's value by hand; answers the new value (Ctrl-S) or None (Escape)."""
+    """Edit a block's value by hand. Ctrl-S hands the text to `save`, which says why it was refused (the dialog stays
+    open, with the text) or None (the dialog closes, answering the text); Escape closes it with None."""
 
     BINDINGS = [Binding("ctrl+s", "save", "Save"), Binding("escape", "dismiss_none", "Cancel")]
 
-    def __init__(self, label: str, value: str, limit: int) -> None:
+    def __init__(self, label: str, value: str, limit: int, save: Callable[[str], str | None]) -> None:
         super().__init__()
-        self.label, self.value, self.limit = label, value, limit
+        self.label, self.value, self.limit, self.save = label, value, limit, save
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog") as box:
             box.border_title = escape(f"edit [{self.label}] (limit {self.limit:,} chars)")
             yield TextArea(self.value, id="editor", soft_wrap=True)
             yield Static("Ctrl-S saves (logged as your edit) · Esc cancels", classes="hint")
-            yield Static("", id="edit-error", classes="dialog-error")
+            yield Static("", id="edit-error", classes="dialog-error", markup=False)
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()
 
     def action_save(self) -> None:
-        self.dismiss(self.query_one(TextArea).text.rstrip("\n"))
+        text = self.query_one(TextArea).text.rstrip("\n")
+        refused = self.save(text)
+        if refused:
+            self.show_error(refused)
+        else:
+            self.dismiss(text)
 
     def show_error(self, text: str) -> None:
         self.query_one("#edit-error", Static).update(text)
@@ -112,7 +118,7 @@ class SearchScreen(Dialog):
         with Vertical(classes="dialog") as box:
             box.border_title = escape(f"{self.title_text} · Enter searches · Esc closes")
             yield Input(self.query_text, placeholder="search for…", id="query")
-            yield Static("", id="summary", classes="hint")
+            yield Static("", id="summary", classes="hint", markup=False)
             yield OptionList(id="results")
 
     def on_mount(self) -> None:
@@ -187,7 +193,7 @@ class NewAgentScreen(Dialog):
             yield Input(id="persona")
             yield Label("What it knows about you (empty: nothing yet)")
             yield Input(id="human")
-            yield Static("", id="new-error", classes="dialog-error")
+            yield Static("", id="new-error", classes="dialog-error", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Create", id="create", variant="primary")
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 # The parts of the context window, in the order the request holds them, with their gauge colours.
 PARTS = (("system", "system", "magenta"), ("memory", "blocks", "green"), ("tools", "tools", "blue"),
          ("summary", "summary", "yellow"), ("messages", "messages", "cyan"))
+SHORT = {"system": "sys", "memory": "blk", "tools": "tool", "summary": "sum", "messages": "msg"}  # narrow legend
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -66,8 +67,8 @@ def gauge(info: StatusInfo, width: int) -> Text:
     about = "" if info.measured else "≈"  # an estimate until the provider has reported a real count
     tail = Text.assemble(f" {about}{total:,}/{window:,} tokens ({pct:.0f}%)")
     room = width - len(tail)
-    for numbers in (True, False):  # the legend with each part's tokens where it fits, else with the names only
-        legend = _legend(info, numbers)
+    for numbers, short in ((True, False), (False, False), (False, True)):  # the fullest legend that fits
+        legend = _legend(info, numbers, short)
         if room - len(legend) >= 10:
             room -= len(legend)
             break
@@ -89,11 +90,12 @@ def gauge(info: StatusInfo, width: int) -> Text:
     return bar + tail + legend
 
 
-def _legend(info: StatusInfo, numbers: bool) -> Text:
+def _legend(info: StatusInfo, numbers: bool, short: bool) -> Text:
     legend, tokens = Text(), dict(info.parts)
     for key, label, colour in PARTS:
-        legend.append("  █ ", colour)
-        legend.append(f"{label} {tokens[key]:,}" if numbers else label, "dim")
+        legend.append(" █" if short else "  █ ", colour)
+        name = SHORT[key] if short else label
+        legend.append(f"{name} {tokens[key]:,}" if numbers else name, "dim")
     return legend
 
 
@@ -124,13 +126,16 @@ class StatusBar(Widget):
         self.refresh()
 
     def _line(self) -> Text:
+        """What is happening first (so a narrow screen cuts the counts, not the spinner), then the model and counts."""
         if self.info is None:
             return Text("")
-        line = Text.assemble((self.info.model, "bold"), " · ", self.info.counts())
+        line = Text()
         if self.activity:
             spinner = f"{SPINNER[self.frame % len(SPINNER)]} " if self.frame is not None else ""
-            line.append(" · ")
             line.append(spinner + self.activity, "bold yellow")
+            line.append(" · ")
+        line.append(self.info.model, "bold")
+        line.append(" · " + self.info.counts())
         return line
 
     def render(self) -> Text:
