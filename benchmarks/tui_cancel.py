@@ -18,6 +18,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -61,38 +62,40 @@ class Server(BaseHTTPRequestHandler):
         pass
 
 
-async def escape_during_back_off(port: int, name: str) -> float:
+async def time_key(port: int, name: str, message: str, ready: Callable[[AgentApp], bool], key: str,
+                   done: Callable[[AgentApp], Awaitable[None]]) -> float:
+    """Send `message`, wait until `ready`, then time `key` until `done` returns."""
     agent = Agent.create(name, model=f"openai-compatible/bench@http://127.0.0.1:{port}/v1")
     app = AgentApp(agent)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.query_one("#prompt").value = "please hit the rate limit"
+        app.query_one("#prompt").value = message
         await pilot.press("enter")
-        while not any(t.startswith("! ") and "retrying" in t for t in app.conversation.texts()):
+        while not ready(app):
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0.3)  # well inside the wait
+        await asyncio.sleep(0.3)  # well inside the wait, or mid-reply
         start = time.perf_counter()
-        await pilot.press("escape")
-        await app.workers.wait_for_complete()
+        await pilot.press(key)
+        await done(app)
         took = time.perf_counter() - start
-    agent.close()
+    if not app.closed:
+        agent.close()
     return took
+
+
+async def exited(app: AgentApp) -> None:
+    while app.is_running and app.return_code is None:
+        await asyncio.sleep(0.005)
+
+
+async def escape_during_back_off(port: int, name: str) -> float:
+    return await time_key(port, name, "please hit the rate limit",
+                          lambda app: any(t.startswith("! ") and "retrying" in t for t in app.conversation.texts()),
+                          "escape", lambda app: app.workers.wait_for_complete())
 
 
 async def ctrl_c_during_reply(port: int, name: str) -> float:
-    agent = Agent.create(name, model=f"openai-compatible/bench@http://127.0.0.1:{port}/v1")
-    app = AgentApp(agent)
-    async with app.run_test(size=(120, 40)) as pilot:
-        app.query_one("#prompt").value = "tell me a long story"
-        await pilot.press("enter")
-        while not app.conversation.query("Reply"):
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.3)  # mid-reply
-        start = time.perf_counter()
-        await pilot.press("ctrl+c")
-        while app.is_running and app.return_code is None:
-            await asyncio.sleep(0.005)
-        took = time.perf_counter() - start
-    return took
+    return await time_key(port, name, "tell me a long story", lambda app: bool(app.conversation.query("Reply")),
+                          "ctrl+c", exited)
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from agentos.events import Event
 
@@ -17,3 +17,16 @@ def types(events: Iterable[Event]) -> list[str]:
 
 def of_type(events: Iterable[Event], kind: str) -> list[Event]:
     return [e for e in events if e.type == kind]
+
+
+def typed(*lines: str) -> Callable[[str], str]:
+    """A REPL `read` that answers with `lines`, one per prompt, then EOF (Ctrl-D)."""
+    queue = iter(lines)
+
+    def read(prompt: str) -> str:
+        try:
+            return next(queue)
+        except StopIteration:
+            raise EOFError from None
+
+    return read

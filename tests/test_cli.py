@@ -16,6 +16,7 @@ from agentos.agent.agent import list_agents
 from agentos.chat import Repl
 from agentos.cli import main
 from agentos.providers import ScriptedProvider, Step
+from tests.helpers import typed
 from tests.memory_helpers import archival
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,13 +111,7 @@ def test_delete_asks_first(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
 def test_ctrl_c_during_a_reply_cancels_the_turn_and_keeps_the_agent() -> None:
     provider = ScriptedProvider([Step("a long reply " * 20), "second"])
     agent = Agent.create("tom", provider=provider)
-    lines = iter(["first", "again"])
-
-    def read(prompt: str) -> str:
-        try:
-            return next(lines)
-        except StopIteration:
-            raise EOFError from None
+    read = typed("first", "again")
 
     class Interrupting(io.StringIO):
         """Simulates Ctrl-C arriving while the first reply streams."""

@@ -17,6 +17,7 @@ from agentos.providers import ScriptedProvider
 from agentos.providers.anthropic_provider import AnthropicProvider
 from agentos.providers.openai_provider import OpenAIProvider
 from agentos.providers.retry import RetryPolicy
+from tests.helpers import typed
 
 pytestmark = pytest.mark.usefixtures("allow_real_providers")
 
@@ -90,13 +91,7 @@ def test_describe_retry_rounds_what_is_left_up() -> None:
 
 def test_the_repl_says_once_per_retry_that_it_is_retrying() -> None:
     agent, _ = openai_agent(rate_limited("2"))
-    lines = iter(["hi"])
-
-    def read(prompt: str) -> str:
-        try:
-            return next(lines)
-        except StopIteration:
-            raise EOFError from None
+    read = typed("hi")
 
     out = io.StringIO()
     assert Repl(agent, read=read, out=out).run() == 0

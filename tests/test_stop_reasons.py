@@ -16,7 +16,7 @@ from agentos.providers import ScriptedProvider, Step
 from agentos.providers.anthropic_provider import AnthropicProvider
 from agentos.providers.openai_provider import OpenAIProvider
 from agentos.providers.retry import RetryPolicy
-from tests.helpers import of_type, types
+from tests.helpers import of_type, typed, types
 
 
 def test_a_reply_cut_at_max_tokens_is_reported_and_kept() -> None:
@@ -94,13 +94,7 @@ def test_an_anthropic_refusal_is_reported_and_a_cut_stream_is_an_error(allow_rea
 
 def test_the_repl_says_the_reply_was_cut() -> None:
     agent = Agent.create("sam", provider=ScriptedProvider([Step("Once upon a", stop_reason="max_tokens")]))
-    lines = iter(["tell me a story"])
-
-    def read(prompt: str) -> str:
-        try:
-            return next(lines)
-        except StopIteration:
-            raise EOFError from None
+    read = typed("tell me a story")
 
     out = io.StringIO()
     Repl(agent, read=read, out=out).run()

@@ -314,12 +314,18 @@ def test_escape_cancels_a_slow_turn_and_the_agent_reloads_consistently() -> None
     assert [e.type for e in reloaded.turn("still there?")][-1] == "turn_finished"
 
 
-def test_reopening_shows_the_history_with_a_marker_where_messages_were_summarized() -> None:
+def eight_long_turns(name: str) -> Agent:
+    """An agent in a small window after eight long turns: a manual compaction has old messages to summarize."""
     provider = ScriptedProvider(lambda request: "ok", context_window=2000)
-    agent = Agent.create("tuireopen", provider=provider, settings=AgentSettings(pager=PagerSettings()))
+    agent = Agent.create(name, provider=provider, settings=AgentSettings(pager=PagerSettings()))
     agent.pager.summarizer = ScriptedProvider(lambda request: "S: numbered topics.", context_window=2000)
     for i in range(8):
         list(agent.turn(f"topic {i}: " + "words " * 50))
+    return agent
+
+
+def test_reopening_shows_the_history_with_a_marker_where_messages_were_summarized() -> None:
+    agent = eight_long_turns("tuireopen")
     agent.compact()
     list(agent.turn("the last question"))
     agent.close()
@@ -338,11 +344,7 @@ def test_reopening_shows_the_history_with_a_marker_where_messages_were_summarize
 
 
 def test_summarize_help_and_memory_commands() -> None:
-    provider = ScriptedProvider(lambda request: "ok", context_window=2000)
-    agent = Agent.create("tuisum", provider=provider, settings=AgentSettings(pager=PagerSettings()))
-    agent.pager.summarizer = ScriptedProvider(lambda request: "S: numbered topics.", context_window=2000)
-    for i in range(8):
-        list(agent.turn(f"topic {i}: " + "words " * 50))
+    agent = eight_long_turns("tuisum")
 
     async def test(app: AgentApp, pilot: Any) -> None:
         await say(app, pilot, "/summarize")
