@@ -1,9 +1,10 @@
-"""How fast the TUI lets go: Escape during a provider's retry back-off, and Ctrl-C during a streaming reply.
+"""How fast the TUI lets go: Escape during a provider's retry back-off or while the server says nothing, and Ctrl-C
+during a streaming reply.
 
-A local server answers every model call with HTTP 429 and `retry-after: 20` (so the real OpenAI provider waits 20 s
-before retrying), or streams a long reply slowly. The TUI runs headless (Textual's pilot) on a real agent whose
-model is that server, and the time from the key press to the turn's end (Escape) or the app's exit (Ctrl-C) is
-measured over several runs.
+A local server answers a model call with HTTP 429 and `retry-after: 20` (so the real OpenAI provider waits 20 s
+before retrying), or with seconds of silence, or streams a long reply slowly. The TUI runs headless (Textual's
+pilot) on a real agent whose model is that server, and the time from the key press to the turn's end or the
+screen being free (Escape) or the app's exit (Ctrl-C) is measured over several runs.
 
     python benchmarks/tui_cancel.py [--runs 10]
 """
@@ -29,10 +30,12 @@ from agentos import Agent  # noqa: E402
 from agentos.tui.app import AgentApp  # noqa: E402
 
 RETRY_AFTER = "20"
+SILENCE = 4.0  # seconds; each run then waits this long at its end for the call to return
 
 
 class Server(BaseHTTPRequestHandler):
-    """POST /v1/chat/completions: 429 for a message that says "limit", else a slow stream of many small chunks."""
+    """POST /v1/chat/completions: 429 for a message that says "limit"; silence first for one that says
+    "silent" (SILENCE seconds); then a slow stream of many small chunks."""
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server name
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -45,6 +48,8 @@ class Server(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(payload)
             return
+        if "silent" in json.dumps(body["messages"][-1]):
+            time.sleep(SILENCE)  # a server that sends nothing for a while (a slow first token, a hung connection)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
@@ -93,6 +98,14 @@ async def escape_during_back_off(port: int, name: str) -> float:
                           "escape", lambda app: app.workers.wait_for_complete())
 
 
+async def escape_before_any_answer(port: int, name: str) -> float:
+    async def let_go(app: AgentApp) -> None:
+        while app.busy:
+            await asyncio.sleep(0.005)
+
+    return await time_key(port, name, "a silent server", lambda app: app.busy, "escape", let_go)
+
+
 async def ctrl_c_during_reply(port: int, name: str) -> float:
     return await time_key(port, name, "tell me a long story", lambda app: bool(app.conversation.query("Reply")),
                           "ctrl+c", exited)
@@ -106,8 +119,9 @@ def main() -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     for label, case in (("Escape during a 20 s retry back-off -> turn ended", escape_during_back_off),
+                        ("Escape while the server sends nothing -> screen free", escape_before_any_answer),
                         ("Ctrl-C during a streaming reply -> app exited", ctrl_c_during_reply)):
-        times = [asyncio.run(case(port, f"bench-{case.__name__[:6]}-{i}")) for i in range(args.runs)]
+        times = [asyncio.run(case(port, f"bench-{case.__name__[:20].replace('_', '-')}-{i}")) for i in range(args.runs)]
         ms = sorted(1000 * t for t in times)
         print(f"{label}: median {statistics.median(ms):.0f} ms, max {ms[-1]:.0f} ms ({args.runs} runs)")
     server.shutdown()

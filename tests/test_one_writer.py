@@ -237,3 +237,23 @@ def test_creates_of_one_name_racing_in_four_processes_make_one_agent(agentos_hom
     assert [s.name for s in list_agents()] == ["twin"]
     tables = [t for t in Store(agentos_home / "db").db.connection.list_tables().tables if t.startswith("state_")]
     assert len(tables) == 1  # the refused creates left no state behind
+
+
+def test_a_create_that_lands_while_the_directory_is_being_started_is_seen(agentos_home: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes on a new store: the other one claims the name between this one finding the directory empty
+    and adding its first row. This one must see the claim, not start a second directory from nothing."""
+    from agentos.storage.directory import Directory
+
+    store, other = Store(agentos_home / "db"), Store(agentos_home / "db")
+    mine, theirs = Directory(store.db), Directory(other.db)
+    add = store.db.add
+
+    def add_after_theirs(table: str, rows: Any) -> Any:
+        if table == "agents":
+            assert theirs.claim("twin", "agent-theirs")
+        return add(table, rows)
+
+    monkeypatch.setattr(store.db, "add", add_after_theirs)
+    assert mine.claim("twin", "agent-mine") is False
+    assert mine.names() == {"twin": "agent-theirs"} == theirs.names()

@@ -16,6 +16,7 @@ import pytest
 from agentos.agent.agent import Agent
 from agentos.providers import ScriptedProvider, Step
 from agentos.tui.app import AgentApp
+from agentos.tui.memory import BlockView
 from agentos.tui.screens import BlockHistoryScreen
 
 ADA = Step(tool_calls=[("core_memory_replace", {"label": "human", "old_content": "Nothing is known about the user yet.",
@@ -56,6 +57,9 @@ async def say(pilot: Any, text: str) -> None:
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
     app.conversation.scroll_end(animate=False, immediate=True)
+    for view in app.memory_panel.query(BlockView):  # where the app scrolls once the edit is laid out
+        if view.diff is not None:
+            app.memory_panel.scroll_to_widget(view, animate=False, immediate=True)
     await pilot.pause()
 
 

@@ -31,7 +31,10 @@ class Directory:
             rows = table.search().limit(None).to_arrow().to_pylist()
             if not rows:  # a new store; two processes doing this at once add equal rows, which stay equal
                 self.db.add("agents", [{"id": ROW_ID, "rev": 0, "names": "{}"}])
-                return 0, {}
+                # read again, not `{}`: another process may have added its row and claimed a name in between, and
+                # this one's row would then start a second history at revision 0
+                table.checkout_latest()
+                rows = table.search().limit(None).to_arrow().to_pylist()
         newest = max(rows, key=lambda r: r["rev"])
         return int(newest["rev"]), json.loads(newest["names"])
 

@@ -71,6 +71,7 @@ HELP = help_text(KEYS)
 
 QUIT_WAIT_SECONDS = 10.0
 THINKING = "thinking… (Esc cancels)"
+CANCEL_SECONDS = 0.4  # after Escape, how long a model call has to reach its next event before the screen lets go
 SLOW_COMMANDS = {"/summarize"}  # commands that call the model: run in a worker, so the screen never freezes
 SPIN_SECONDS = 0.1
 TOUR_HINT = ("Guided tour: press Enter to send each suggested message and watch the memory pane, or type your own "
@@ -154,6 +155,7 @@ class AgentApp(App[int]):
         self._found: dict[str, Any] = {}  # the last search's hits by id
         self._idle = threading.Event()  # no worker has the agent
         self._idle.set()
+        self._abandoned = False  # Escape let go of a turn whose model call has not returned yet
         self._close_when_idle = False  # the app quit while a worker had the agent: the worker closes it
         self._close_lock = threading.Lock()
         self.close_error: str | None = None
@@ -212,7 +214,7 @@ class AgentApp(App[int]):
 
     def refresh_status(self, info: StatusInfo | None = None, activity: str | None = None) -> None:
         try:
-            info = info or (None if self.busy else take_status(self.agent))
+            info = info or (None if self.in_use else take_status(self.agent))
         except Exception as exc:  # noqa: BLE001 - the numbers are a nicety; never crash for them
             self.notify(f"could not read the agent's numbers: {exc}", severity="warning")
         self.status_line.set(info, activity)
@@ -231,6 +233,9 @@ class AgentApp(App[int]):
             self.command(text)
         elif self.busy:
             self.conversation.add("(a reply is in progress; Escape cancels it)", classes="info")
+        elif self.in_use:  # a cancelled model call has not returned yet: keep what was typed
+            event.input.value = text
+            self.notify("The cancelled model call has not returned yet; send again in a moment.", severity="warning")
         else:
             self.start_turn(text)
 
@@ -250,11 +255,11 @@ class AgentApp(App[int]):
 
     def command(self, line: str) -> None:
         """Run a slash command, as in the line REPL (one that may call the model runs in a worker)."""
-        if line.split()[0].lower() in SLOW_COMMANDS and not self.busy:
+        if line.split()[0].lower() in SLOW_COMMANDS and not self.in_use:
             self.run_job("summarizing… (the model writes the summary)",
                          lambda: run_command(self.agent, line, keys=KEYS), self.after_command)
             return
-        self.after_command(run_command(self.agent, line, keys=KEYS, busy=self.busy))
+        self.after_command(run_command(self.agent, line, keys=KEYS, busy=self.in_use))
 
     def after_command(self, outcome: Outcome) -> None:
         if outcome.exit:
@@ -339,14 +344,30 @@ class AgentApp(App[int]):
                 self.worker_done()
                 self.post_message(TurnEnded(cancelled or self._cancel.is_set()))
 
+    @property
+    def in_use(self) -> bool:
+        """A worker has the agent: a turn or job, or a cancelled turn whose model call has not returned yet."""
+        return self.busy or not self._idle.is_set()
+
     def action_cancel_turn(self) -> None:
-        """Escape: ask the running turn to stop at its next event (a retry's wait yields every quarter second)."""
+        """Escape: ask the running turn to stop at its next event (a retry's wait yields every quarter second). A
+        model call that sends nothing within CANCEL_SECONDS is let go of: the screen is free at once, nothing of
+        that call is shown, and its worker saves the agent when the call returns."""
         if self.busy and not self._cancel.is_set():
             self._cancel.set()
             self.status_line.set(activity="cancelling…")
+            self.set_timer(CANCEL_SECONDS, self._let_go)
+
+    def _let_go(self) -> None:
+        if self.busy and self._cancel.is_set() and not self.quitting:
+            self._abandoned = True
+            self.end_busy()
+            self.conversation.add("(cancelled; the model call still under way is dropped when it returns)",
+                                  classes="info")
+            self.refresh_status()
 
     async def on_agent_event(self, message: AgentEvent) -> None:
-        if self.quitting:
+        if self.quitting or self._abandoned:
             return
         event = message.event
         if isinstance(event, TextDelta):
@@ -429,15 +450,18 @@ class AgentApp(App[int]):
             return
         self.end_busy()
         await self.end_reply()
-        if message.cancelled:
+        if self._abandoned:  # already said
+            self._abandoned = False
+        elif message.cancelled:
             self.conversation.add("(cancelled)", classes="info")
+        self.refresh_status()
         self._retry_line = None
         self.offer_tour()
 
     def run_job(self, activity: str, job: Callable[[], Any], then: Callable[[Any], Any]) -> None:
         """Run `job` (a summary, an export, a rewind: work that may call the model or take seconds) in a worker,
         with the spinner; `then(result)` runs here afterwards, and a failure is a notice."""
-        if self.busy:
+        if self.in_use:
             self.notify("Wait for the reply (or cancel it with Escape) first.", severity="warning")
             return
         self.begin_busy(activity)
@@ -445,12 +469,15 @@ class AgentApp(App[int]):
 
     @work(thread=True, exclusive=True, group="agent", exit_on_error=False)
     def _run_job(self, job: Callable[[], Any], then: Callable[[Any], Any]) -> None:
+        result: Any = None
+        error: Exception | None = None
         try:
-            self.post_message(JobEnded(then, result=job()))
+            result = job()
         except Exception as exc:  # noqa: BLE001 - a notice; the app goes on
-            self.post_message(JobEnded(then, error=exc))
+            error = exc
         finally:
-            self.worker_done()
+            self.worker_done()  # before the app hears of it, so that it finds the agent free
+        self.post_message(JobEnded(then, result=result, error=error))
 
     async def on_job_ended(self, message: JobEnded) -> None:
         if self.quitting:
@@ -487,7 +514,7 @@ class AgentApp(App[int]):
         self.push_screen(BlockHistoryScreen(label, self.agent.memory_edits()), self.focus_input)
 
     def action_edit_block(self, label: str) -> None:
-        if self.busy:
+        if self.in_use:
             self.notify("Wait for the reply (or cancel it with Escape) before editing memory.", severity="warning")
             return
         block = self.agent.block(label)
@@ -557,7 +584,7 @@ class AgentApp(App[int]):
 
     async def switch_to(self, open_: Callable[[], Agent], verb: str = "open") -> bool:
         """Open another agent (by `open_`) and show it; the current one is saved and closed only once it opened."""
-        if self.busy:
+        if self.in_use:
             self.notify("Wait for the reply (or cancel it with Escape) before switching agents.", severity="warning")
             return False
         try:
@@ -635,7 +662,7 @@ class AgentApp(App[int]):
                              self.focus_input)
 
     def action_export(self) -> None:
-        if self.busy:
+        if self.in_use:
             self.notify("Wait for the reply before exporting.", severity="warning")
             return
         from agentos.portable.archive import SUFFIX
@@ -663,7 +690,7 @@ class AgentApp(App[int]):
                      exported)
 
     def action_rewind(self) -> None:
-        if self.busy:
+        if self.in_use:
             self.notify("Wait for the reply before rewinding.", severity="warning")
             return
         points = self.agent.restore_points()
