@@ -705,3 +705,27 @@ def test_summarize_runs_in_a_worker_and_the_screen_stays_live() -> None:
         assert not app.busy and any("summarized" in t for t in app.conversation.texts())
 
     run(test, agent)
+
+
+def test_a_message_sent_during_a_reply_stays_in_the_input() -> None:
+    provider = SlowStream(["A long story " * 5, "second answer"], chunk_size=5)
+    agent = Agent.create("tuiwait", provider=provider)
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        app.query_one("#prompt").value = "tell me a story"
+        await pilot.press("enter")
+        await asyncio.to_thread(provider.streaming.wait, 10)
+        app.query_one("#prompt").value = "and then?"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.query_one("#prompt").value == "and then?"  # not lost, not sent
+        assert app.conversation.texts()[-1] == "(a reply is in progress; Escape cancels it)"
+        provider.gate.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.conversation.texts()[-2:] == ["you> and then?", "tuiwait> second answer"]
+
+    run(test, agent)

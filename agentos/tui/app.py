@@ -228,15 +228,17 @@ class AgentApp(App[int]):
         event.input.clear()
         if not text:
             return
-        self.advance_tour(text)
         if text.startswith("/"):
+            self.advance_tour(text)
             self.command(text)
-        elif self.busy:
+        elif self.busy:  # kept in the input, to send once the reply is done
+            event.input.value = text
             self.conversation.add("(a reply is in progress; Escape cancels it)", classes="info")
         elif self.in_use:  # a cancelled model call has not returned yet: keep what was typed
             event.input.value = text
             self.notify("The cancelled model call has not returned yet; send again in a moment.", severity="warning")
         else:
+            self.advance_tour(text)
             self.start_turn(text)
 
     def advance_tour(self, sent: str) -> None:
