@@ -95,7 +95,7 @@ def test_a_memory_edit_shows_its_diff_until_the_next_turn() -> None:
         assert view.diff == ("Likes tea", "Likes coffee", "the model") and view.has_class("changed")
         spans = styles_of(view)
         assert spans[REMOVED_STYLE] == "tea" and spans[ADDED_STYLE] == "coffee"
-        await pilot.pause(2.0)  # the diff does not fade on a timer
+        await pilot.pause(1.6)  # the diff does not fade on a timer (the old highlight went after 1.5 s)
         assert view.diff is not None
         await say(app, pilot, "hello")
         assert view.diff is None and not view.has_class("changed") and view.text == "Likes coffee"
@@ -190,7 +190,8 @@ def test_escape_cancels_during_a_retry_back_off() -> None:
         await pilot.press("escape")
         await asyncio.wait_for(app.workers.wait_for_complete(), 10)  # well before the 30 s wait would end
         await pilot.pause()
-        assert app.conversation.texts()[-1] == "(cancelled)" and not app.busy
+        # cancelled at the wait's next quarter-second step, or, on a loaded machine that misses it, let go of
+        assert app.conversation.texts()[-1].startswith("(cancelled") and not app.busy
         assert len(api.requests) == 1  # the retry was never sent
 
     run(test, agent)
