@@ -24,6 +24,7 @@ from agentos.memory.archival import ArchivalTier
 from agentos.portable.archive import ExportFileError, export_agent, import_agent
 from agentos.providers import ScriptedProvider, Step
 from agentos.storage.db import Database
+from agentos.storage.store import Store
 
 
 def rich_agent(home: Path) -> Agent:
@@ -90,12 +91,18 @@ def test_an_exported_agent_comes_back_exactly_in_another_home(tmp_path: Path) ->
     assert list(again.turn("do you remember me?"))[-1].type == "turn_finished"
 
 
-def test_import_under_a_new_name_and_a_taken_name_is_refused_with_nothing_written(tmp_path: Path) -> None:
+def exported_ada(tmp_path: Path) -> tuple[Agent, Store, Path]:
+    """The rich agent "ada", closed and exported to ada.agentos: the agent, its store, and the file."""
     agent = rich_agent(tmp_path / "home")
     agent.close()
     store = open_store(tmp_path / "home")
     path = tmp_path / "ada.agentos"
     export_agent(store, "ada", path)
+    return agent, store, path
+
+
+def test_import_under_a_new_name_and_a_taken_name_is_refused_with_nothing_written(tmp_path: Path) -> None:
+    agent, store, path = exported_ada(tmp_path)
     tables = sorted(store.db.connection.list_tables().tables)
     with pytest.raises(AgentExistsError, match='"ada" already exists.*--name NEW'):
         import_agent(store, path)
@@ -183,11 +190,7 @@ def test_a_failure_part_way_through_an_import_leaves_nothing_behind(tmp_path: Pa
 
 
 def test_two_imports_of_one_file_are_two_agents_with_nothing_shared(tmp_path: Path) -> None:
-    agent = rich_agent(tmp_path / "home")
-    agent.close()
-    store = open_store(tmp_path / "home")
-    path = tmp_path / "ada.agentos"
-    export_agent(store, "ada", path)
+    agent, store, path = exported_ada(tmp_path)
     first, second = import_agent(store, path, "one"), import_agent(store, path, "two")
     one = Agent.load(first.name, home=tmp_path / "home", provider=ScriptedProvider([]))
     two = Agent.load(second.name, home=tmp_path / "home", provider=ScriptedProvider([]))

@@ -21,7 +21,7 @@ from agentos.agent.state import AgentSettings, AgentState
 from agentos.blocks import Block
 from agentos.errors import AgentOSError
 from agentos.messages import Message, utc_now
-from agentos.portable.letta_file import _plural
+from agentos.portable.letta_file import _plural, report_lines
 from agentos.portable.letta_import import BUILTINS, LETTA_TOOL_TYPES
 from agentos.providers.models import SERVERS, parse_spec
 from agentos.storage.store import Store
@@ -41,11 +41,8 @@ class AfExportReport:
     not_exported: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f'Exported agent "{self.name}" to {self.path} (Letta agent file v2): {self.blocks} blocks, '
-               f"{self.messages:,} messages, {self.in_context:,} in context"]
-        out += [f"  {line}" for line in self.notes]
-        out += [f"  not exported: {line}" for line in self.not_exported]
-        return out
+        return report_lines(f'Exported agent "{self.name}" to {self.path} (Letta agent file v2)', self.blocks,
+                            self.messages, self.in_context, self.notes, self.not_exported, "exported")
 
 
 # -- exporting -----------------------------------------------------------------------------------

@@ -160,3 +160,10 @@ def _time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def report_lines(head: str, blocks: int, messages: int, in_context: int, notes: list[str], left_out: list[str],
+                 verb: str) -> list[str]:
+    """An import's or export's report: what it moved, its notes, then what the file could not carry (`not VERB:`)."""
+    return [f"{head}: {blocks} blocks, {messages:,} messages, {in_context:,} in context",
+            *(f"  {line}" for line in notes), *(f"  not {verb}: {line}" for line in left_out)]

@@ -53,7 +53,7 @@ from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.blocks import Block
 from agentos.errors import AgentExistsError, AgentOSError, ConfigError
 from agentos.messages import Message, ToolCall, new_id, utc_now
-from agentos.portable.letta_file import AfAgent, AfFile, _dict, _items, _plural, _preview, _text, _time, read_af
+from agentos.portable.letta_file import AfAgent, AfFile, _dict, _items, _plural, _preview, _text, _time, read_af, report_lines
 from agentos.portable.trust import check_model_server
 from agentos.providers.models import SERVERS, parse_spec
 from agentos.storage.store import Store
@@ -132,11 +132,8 @@ class AfImportReport:
     not_imported: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f'Imported agent "{self.name}" from {self.path.name} ({self.source}): {self.blocks} blocks, '
-               f"{self.messages:,} messages, {self.in_context:,} in context"]
-        out += [f"  {line}" for line in self.notes]
-        out += [f"  not imported: {line}" for line in self.not_imported]
-        return out
+        return report_lines(f'Imported agent "{self.name}" from {self.path.name} ({self.source})', self.blocks,
+                            self.messages, self.in_context, self.notes, self.not_imported, "imported")
 
 
 @dataclass
