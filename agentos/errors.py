@@ -71,6 +71,11 @@ class MemoryEditError(ToolError):
     """A core memory edit was refused (missing text, over the limit, read-only block)."""
 
 
+class FactError(ToolError):
+    """A fact or change that does not exist, or a change to facts that cannot be made (e.g. an undo after a later
+    change to the same fact)."""
+
+
 class ProviderError(AgentOSError):
     """A model provider failed."""
 

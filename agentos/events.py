@@ -120,6 +120,23 @@ class TurnFailed(BaseModel):
     steps: int
 
 
+class FactsChanged(BaseModel):
+    """Background consolidation changed fact memory (sent between turns, by `Agent.consolidator`, not by a turn):
+    one line per change, e.g. "+ Ada likes green tea"."""
+
+    type: Literal["facts_changed"] = "facts_changed"
+    changes: list[str]
+    count: int
+
+
+class FactsNotice(BaseModel):
+    """Background consolidation skipped a batch it could not read, or will try again later."""
+
+    type: Literal["facts_notice"] = "facts_notice"
+    text: str
+    level: Literal["warning", "error"] = "warning"
+
+
 Event = Union[
     TextDelta,
     ToolCallStarted,

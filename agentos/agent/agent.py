@@ -12,9 +12,9 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentos.agent.history import RestorePoint, RestorePoints, Rewound, point_row
 from agentos.agent.memory_access import AgentMemory
@@ -48,6 +48,9 @@ from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool
 from agentos.tools.memory_tools import core_memory_tools
 from agentos.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from agentos.agent.consolidator import ConsolidationReport, Consolidator
 
 PERSONA_DESCRIPTION = "Who you are: your personality, your role and how you speak."
 HUMAN_DESCRIPTION = "What you know about the user: name, preferences, circumstances. Keep it current."
@@ -155,11 +158,15 @@ class Agent:
         self.pager = Pager(owner.model, owner.settings.pager, self.prompts, self.window, provider)
         self.last_usage: Usage | None = None
         self.history = RestorePoints(store.db, owner.id)
+        self.fact_provider: Provider | None = None  # the model consolidation asks (default: see `consolidator`)
+        self._consolidator: Consolidator | None = None
+        self._saved_messages = owner.message_count  # messages committed: all that consolidation may read
         self._open_tiers()
 
     def _open_tiers(self) -> None:
         self.tiers = Tiers(self.store.db, self.id, self._owner.settings.embedder, writable=not self.read_only,
-                           check_writable=self.check_writable, on_write=self.store.touched)
+                           check_writable=self.check_writable, on_write=self.store.touched,
+                           settings=lambda: self._owner.settings)
         self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools],
                                   output_limit=self._owner.settings.tool_output_limit)
         self._owner.set_tool_names([t.name for t in self.tools])
@@ -264,6 +271,9 @@ class Agent:
             agent.warnings = agent._damage(len(state.in_context_ids) - len(messages), state.lost_messages)
             if lease is not None:
                 agent._repair(state.message_count, state.unlogged_edits)
+                agent._saved_messages = agent._owner.message_count
+                if agent.settings.facts.mode != "off" and provider is not None:  # opened to talk, not to edit
+                    agent.consolidator.opened(agent._saved_messages)
         except BaseException:
             if lease is not None:  # not left holding an agent this process could not open
                 store.release(lease)
@@ -392,7 +402,12 @@ class Agent:
 
     def update_settings(self, **changes: Any) -> AgentSettings:
         """Change settings (validated; saved with the next step), e.g. `update_settings(context_window=32_000)`."""
+        if "facts" in changes:
+            self._stop_consolidating()
         settings = self._owner.update_settings(**changes)
+        if "facts" in changes:
+            self._consolidator = None
+            self._open_tiers()  # fact_search is offered once facts are on
         if {"prompt_dir", "system_prompt"} & changes.keys():
             self.prompts = PromptRenderer(settings.prompt_dir, system_prompt=settings.system_prompt)
         self.window = context_window(settings, self.model, self._provider)
@@ -418,7 +433,47 @@ class Agent:
         Close the generator to cancel: the agent is left consistent and saved."""
         from agentos.agent.loop import run_turn
 
-        return run_turn(self, text)
+        return self._then_consolidate(run_turn(self, text))
+
+    def _then_consolidate(self, events: Generator[Event, None, None]) -> Generator[Event, None, None]:
+        try:
+            yield from events
+        finally:
+            if self._lease is not None and self.settings.facts.mode != "off":
+                self.consolidator.turn_ended(self._saved_messages)
+
+    # -- facts -------------------------------------------------------------------------------
+
+    @property
+    def consolidator(self) -> Consolidator:
+        """What turns this agent's conversation into facts, in the background or (`consolidate`) now."""
+        if self._consolidator is None:
+            from agentos.agent.consolidator import for_agent
+
+            self._consolidator = for_agent(self)
+        return self._consolidator
+
+    def fact_model(self) -> Provider:
+        """The model consolidation asks: `fact_provider` if set, the facts' own model spec, or a new connection to
+        the agent's model (its own, so that background calls share nothing with the turn's)."""
+        from agentos.providers.registry import resolve_model
+
+        if self.fact_provider is None:
+            spec = self.settings.facts.model or self.model
+            self.fact_provider = resolve_model(spec, context_window=configured_window(spec),
+                                               **provider_options(self.settings))
+        return self.fact_provider
+
+    def consolidate(self, progress: Callable[[int, int], None] | None = None) -> ConsolidationReport:
+        """Consolidate every saved message not yet consolidated, now (the background thread waits)."""
+        self.check_writable()
+        self.save()
+        self._stop_consolidating()
+        return self.consolidator.run(self._saved_messages, progress)
+
+    def _stop_consolidating(self) -> None:
+        if self._consolidator is not None:
+            self._consolidator.stop()
 
     def build_request(self, pending: Sequence[Message] = ()) -> ModelRequest:
         """The request for the next model call: system prompt, summary, in-context messages, tools; `pending`
@@ -539,6 +594,7 @@ class Agent:
         next writer to open the agent discards any later messages still there."""
         self.check_writable()
         self.save()
+        self._stop_consolidating()
         points = self.restore_points()
         point = next((p for p in points if p.turn == turn), None)
         if point is None:
@@ -569,8 +625,9 @@ class Agent:
         embedder = resolve_embedder(spec)
         _ = embedder.dim  # an unreachable service fails here, before anything changes
         self.store.wait_for_maintenance()
+        self._stop_consolidating()
         report = progress or (lambda what, done, total: None)
-        counts = {tier.name: tier.reindex(embedder, report) for tier in self.tiers}
+        counts = {tier.name: tier.reindex(embedder, report) for tier in self.tiers if tier.in_use}
         self._owner.update_settings(embedder=spec)
         self._open_tiers()
         self.save()
@@ -611,6 +668,7 @@ class Agent:
         state (the tiers' first, then the messages they were made for), and log the saved edits not yet logged."""
         for table in self.tiers.table_names():
             self.store.db.recover(table)  # a reindex cut short
+        self.tiers.recover()
         orphans = self.store.uncommitted(self.id, message_count)
         if orphans:
             self.tiers.discard(orphans)
@@ -646,6 +704,7 @@ class Agent:
             self.history.forget_step(step.id)
             raise
         self._owner.saved(step, rev)
+        self._saved_messages = self._owner.message_count
         if logged:
             self._owner.logged(earlier)
         return StepSaved(rev=rev, message_ids=ids)
@@ -663,6 +722,8 @@ class Agent:
         if lease is None or lease.lost:
             return
         try:
+            self._stop_consolidating()
+            self.tiers.flush()
             if self._owner.has_changes:
                 self.save()
             self._log_edits()

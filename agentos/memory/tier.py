@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from agentos.errors import ReadOnlyAgentError
 from agentos.memory.embedders import Embedder
@@ -45,6 +45,7 @@ class TierContext:
     writable: bool = True
     guard: Callable[[], None] | None = None  # raises unless the agent may be written now (its lease is held)
     on_write: Callable[[str], None] | None = None  # told the table name after a write outside a step
+    settings: Callable[[], Any] | None = None  # the agent's settings now (AgentSettings), for tiers with their own
 
     def check_writable(self, what: str) -> None:
         if not self.writable:
@@ -70,6 +71,11 @@ class Tier(ABC):
     def table_names(cls, agent_id: str) -> list[str]:
         """Every table this tier may hold for the agent (they need not exist yet)."""
 
+    @property
+    def in_use(self) -> bool:
+        """Whether this agent uses the tier (an optional tier that is off and holds nothing is left out of reports)."""
+        return True
+
     def tools(self) -> list[Tool]:
         """The tools the model uses to reach this tier."""
         return []
@@ -81,6 +87,12 @@ class Tier(ABC):
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         """Rows to write, by table, with a step's new messages (before the agent's state)."""
         return {}
+
+    def recover(self) -> None:  # noqa: B027 - optional: most tiers write only with steps
+        """Finish what a crash left half-written outside a step (run when the agent is opened for writing)."""
+
+    def flush(self) -> None:  # noqa: B027 - optional: most tiers keep nothing unwritten
+        """Write what the tier keeps in memory between steps (e.g. usage counts), before the agent is closed."""
 
     def discard(self, message_ids: Sequence[str]) -> None:  # noqa: B027 - optional: most tiers write no step rows
         """Forget rows made for messages whose step never landed (a crash before the state was written)."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from agentos.errors import StorageError, ToolError
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.embedders import Embedder, resolve_embedder
+from agentos.memory.facts import FactTier
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import MemoryStats, Rows, Tier, TierContext
 from agentos.messages import Message
@@ -22,7 +23,7 @@ from agentos.tools.decorator import Tool
 
 T = TypeVar("T")
 
-TIER_KINDS: list[type[Tier]] = [RecallTier, ArchivalTier]
+TIER_KINDS: list[type[Tier]] = [RecallTier, ArchivalTier, FactTier]
 
 
 def register_tier(kind: type[Tier]) -> type[Tier]:
@@ -42,11 +43,12 @@ class Tiers:
     """One agent's tiers, built lazily around one embedder that is resolved on first use."""
 
     def __init__(self, db: Database, agent_id: str, embedder_spec: str, *, writable: bool = True,
-                 check_writable: Callable[[], None] | None = None, on_write: Callable[[str], None] | None = None) -> None:
+                 check_writable: Callable[[], None] | None = None, on_write: Callable[[str], None] | None = None,
+                 settings: Callable[[], Any] | None = None) -> None:
         self.embedder_spec = embedder_spec
         self._embedder: Embedder | None = None
         ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, writable=writable, guard=check_writable,
-                          on_write=on_write)
+                          on_write=on_write, settings=settings)
         self._tiers = [kind(ctx) for kind in TIER_KINDS]
 
     def embedder(self) -> Embedder:
@@ -85,6 +87,14 @@ class Tiers:
         for tier in self._tiers:
             rows.update(tier.after_step(messages))
         return rows
+
+    def recover(self) -> None:
+        for tier in self._tiers:
+            tier.recover()
+
+    def flush(self) -> None:
+        for tier in self._tiers:
+            tier.flush()
 
     def discard(self, message_ids: Sequence[str]) -> None:
         for tier in self._tiers:

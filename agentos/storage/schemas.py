@@ -132,6 +132,56 @@ def recall_vectors_schema(embedder: str, dim: int) -> pa.Schema:
     return _embedded(fields, RECALL_VECTORS_VERSION, embedder, dim)
 
 
+FACTS_VERSION = 1
+FACT_CHANGES_VERSION = 1
+
+
+def facts_schema(embedder: str, dim: int) -> pa.Schema:
+    """One agent's facts, every version of each; `vector` exists only when an embedder is configured."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("subject", pa.string(), nullable=False),
+        pa.field("category", pa.string(), nullable=False),
+        pa.field("confidence", pa.float32(), nullable=False),
+        pa.field("valid_from", TIMESTAMP, nullable=False),  # when it became true (its first source message)
+        pa.field("valid_to", TIMESTAMP),  # when it stopped being true; null while it holds
+        pa.field("recorded_at", TIMESTAMP, nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("supersedes", pa.string()),
+        pa.field("superseded_by", pa.string()),
+        pa.field("source_ids", pa.list_(pa.string())),
+        pa.field("content_hash", pa.string(), nullable=False),
+        pa.field("change_id", pa.string(), nullable=False),  # the change that made it
+        pa.field("ended_by", pa.string()),  # the change that ended it
+        pa.field("last_change", pa.string(), nullable=False),  # the last change that wrote this row
+        pa.field("retrieved_count", pa.int64(), nullable=False),
+        pa.field("last_retrieved_at", TIMESTAMP),
+        pa.field("embedder", pa.string(), nullable=False),
+    ]
+    return _embedded(fields, FACTS_VERSION, embedder, dim)
+
+
+FACT_CHANGES_SCHEMA = _versioned(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("group_id", pa.string(), nullable=False),  # changes written in one commit (a batch, a user action)
+        pa.field("at", TIMESTAMP, nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("by", pa.string(), nullable=False),  # "consolidator" or "user"
+        pa.field("fact_id", pa.string()),  # the fact it made (add, update, correct)
+        pa.field("old_fact_id", pa.string()),  # the fact it ended (update, delete, correct, retract, prune)
+        pa.field("target_change", pa.string()),  # the change an undo reverses
+        pa.field("fact_json", pa.string()),  # the fact it made, whole: enough to apply it again after a crash
+        pa.field("reason", pa.string()),
+        pa.field("message_ids", pa.list_(pa.string())),
+        pa.field("through_seq", pa.int64()),  # progress rows: every message up to this seq is consolidated
+    ],
+    FACT_CHANGES_VERSION,
+)
+
+
+
 def table_embedder(schema: pa.Schema) -> tuple[str, int]:
     """The (embedder name, dimension) a table was built with."""
     meta = schema.metadata or {}

@@ -271,6 +271,14 @@ class Store:
                 found[row["id"]] = row_message(row)
         return [found[i] for i in ids if i in found]
 
+    def messages_between(self, agent_id: str, first_seq: int, end_seq: int) -> list[tuple[int, Message]]:
+        """The agent's messages with `first_seq <= seq < end_seq`, as (seq, message), in order."""
+        if end_seq <= first_seq:
+            return []
+        where = f"agent_id = {quote(agent_id)} AND seq >= {int(first_seq)} AND seq < {int(end_seq)}"
+        rows = self._read("messages", where, None)
+        return sorted(((int(r["seq"]), row_message(r)) for r in rows), key=lambda pair: pair[0])
+
     def existing_message_ids(self, agent_id: str, ids: list[str]) -> list[str]:
         """Those of `ids` that are messages of the agent in the table."""
         return [m.id for m in self.get_messages(agent_id, ids)]
