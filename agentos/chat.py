@@ -1,4 +1,5 @@
-"""The line REPL behind `agentos chat`: streams replies and shows tool calls and memory edits compactly."""
+"""The line REPL behind `agentos chat`: streams replies and shows tool calls and memory edits compactly; between
+turns, what background fact consolidation did since the last prompt."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, TextIO
 from agentos.commands import help_text, run_command
 from agentos.events import (
     Event,
+    FactsChanged,
+    FactsNotice,
     MemoryEdited,
     MessagesEvicted,
     Notice,
@@ -38,6 +41,17 @@ KEYS = "Ctrl-C cancels a reply in progress; Ctrl-D leaves."
 HELP = help_text(KEYS)
 HISTORY_FILE = "repl_history"  # in the agentos data home
 HISTORY_LENGTH = 1000  # input lines kept in it
+
+
+def fact_lines(events: list[FactsChanged | FactsNotice]) -> list[str]:
+    """Consolidation's events as REPL lines: `[facts] + Ada likes green tea`, `[facts] warning: …`."""
+    lines: list[str] = []
+    for event in events:
+        if isinstance(event, FactsChanged):
+            lines += [f"[facts] {change}" for change in event.changes]
+        else:
+            lines.append(f"[facts] {event.level}: {event.text}")
+    return lines
 
 
 def history_path() -> Path:
@@ -123,6 +137,7 @@ class Repl:
         finally:
             save_history()
             self.agent.close()
+        self.show_facts()  # what the batch under way at the end made (closing let it finish)
         return 1 if self.ended else 0
 
     def line_editing(self) -> Callable[[], None]:
@@ -134,6 +149,7 @@ class Repl:
     def loop(self) -> None:
         """Read lines and answer them until the user leaves or the session ends."""
         while self.ended is None:
+            self.show_facts()
             try:
                 line = self.read("you> ")
                 if self.echo:
@@ -152,6 +168,22 @@ class Repl:
                     break
                 continue
             self.take_turn(line)
+
+    def show_facts(self) -> None:
+        """Print what fact consolidation did since the last prompt, one line each; nothing when it did nothing."""
+        for line in fact_lines(self.fact_events()):
+            self.write(line)
+
+    def fact_events(self) -> list[FactsChanged | FactsNotice]:
+        """The consolidator's events not yet shown; none while fact memory is not in use (or cannot be read)."""
+        from agentos.memory.facts import FactTier
+
+        try:
+            if not self.agent.tier(FactTier).in_use:
+                return []
+            return self.agent.consolidator.take_events()
+        except Exception:  # noqa: BLE001 - these lines are a nicety; the chat goes on without them
+            return []
 
     def command(self, line: str) -> bool:
         """Run a slash command; True when it asks to leave."""

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentos.cli_facts import add_facts_commands
 from agentos.cli_history import add_history_commands
 from agentos.cli_memory import add_memory_commands
 from agentos.cli_transfer import add_transfer_commands
@@ -28,7 +29,7 @@ def _text_or_file(value: str | None) -> str | None:
 
 def cmd_new(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
-    from agentos.agent.state import AgentSettings
+    from agentos.agent.state import AgentSettings, FactSettings
     from agentos.memory.embedders import resolve_embedder
 
     embedder = resolve_embedder(args.embedder).name  # a bad spec is an error before anything is created
@@ -40,7 +41,7 @@ def cmd_new(args: argparse.Namespace) -> int:
             print(f"warning: {note}", file=sys.stderr)
     prompt_dir = str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None
     settings = AgentSettings(prompt_dir=prompt_dir, embedder=args.embedder or "none", context_window=args.window,
-                             max_output_tokens=args.max_output)
+                             max_output_tokens=args.max_output, facts=FactSettings(mode=args.facts or "off"))
     agent = Agent.create(
         args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human),
         settings=settings,
@@ -49,6 +50,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     search = "by keywords" if embedder == "none" else f"by keywords and meaning ({embedder})"
     print(f'Created agent "{agent.name}" ({agent.model}); memory is searched {search}. '
           f"Chat with it: agentos chat {agent.name}")
+    if args.facts and args.facts != "off":
+        print(f"Fact memory is on (mode {args.facts}): review the facts with agentos facts {agent.name} list")
     return 0
 
 
@@ -255,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "limit; for local servers a quarter of the window)")
     p.add_argument("--embedder", help="vectors for memory search: none (default: BM25 only), openai/MODEL, "
                                       "ollama/MODEL, st/MODEL, hash:DIM; change later with agentos reindex")
+    p.add_argument("--facts", metavar="MODE", choices=["off", "turn", "batch", "idle"],
+                   help="consolidate the conversation into facts: off (default), turn (after every turn), batch, "
+                        "idle; change later with agentos facts NAME on|off")
 
     add("list", cmd_list, "list agents")
 
@@ -288,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true",
                    help="rebuild damaged tables from what can be read (a copy of each is kept in doctor-backups/)")
     add_memory_commands(sub)
+    add_facts_commands(sub)
     add_transfer_commands(sub)
     add_history_commands(sub)
     return parser

@@ -141,3 +141,58 @@ def test_without_readline_there_is_no_line_editing_and_no_error(monkeypatch: pyt
     save = setup_line_editing(tmp_path / "repl_history")
     save()
     assert not (tmp_path / "repl_history").exists()
+
+
+# -- fact memory: what consolidation did, printed between turns ------------------------------------------------------
+
+def facts_chat(fact_model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch, *lines: str) -> list[str]:
+    """The REPL's output for `lines` typed to a new agent "sam" that consolidates facts after every turn, asking
+    `fact_model`; each turn waits for its consolidation, so that what it made is there by the next prompt."""
+    from agentos.agent.state import AgentSettings, FactSettings
+
+    agent = Agent.create("sam", provider=ScriptedProvider(["Noted."] * len(lines)),
+                         settings=AgentSettings(facts=FactSettings(mode="turn")))
+    agent.fact_provider = fact_model
+    turn = agent.turn
+
+    def turn_then_consolidation(text: str) -> Iterator[Event]:
+        yield from turn(text)
+        assert agent.consolidator.wait_idle(60.0)
+
+    monkeypatch.setattr(agent, "turn", turn_then_consolidation)
+    out = io.StringIO()
+    assert Repl(agent, read=piped(out, *lines), out=out).run() == 0
+    return out.getvalue().splitlines()
+
+
+def record_facts(*texts: str) -> Step:
+    return Step(tool_calls=[("record_facts", {"facts": [{"text": t, "confidence": 0.9} for t in texts]})])
+
+
+def test_new_facts_are_printed_after_the_reply_and_before_the_next_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    printed = facts_chat(ScriptedProvider([record_facts("Ada likes green tea", "Ada lives in Berlin")]), monkeypatch,
+                         "I like green tea and live in Berlin")
+    assert printed[1:] == ["you> sam> Noted.", "[facts] + Ada likes green tea", "[facts] + Ada lives in Berlin",
+                           "you> "]
+
+
+def test_a_consolidation_notice_is_printed_as_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    printed = facts_chat(ScriptedProvider(lambda request: "I would rather not say."), monkeypatch, "hello there", "hi")
+    assert printed[1] == "you> sam> Noted."
+    assert printed[2].startswith("[facts] warning: fact consolidation skipped 2 message(s): ")
+    assert printed[3] == "you> sam> Noted." and printed[4].startswith("[facts] warning: ") and printed[5:] == ["you> "]
+
+
+def test_nothing_is_printed_for_facts_when_consolidation_made_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    printed = facts_chat(ScriptedProvider([record_facts(), record_facts()]), monkeypatch, "ok", "fine")
+    assert printed[1:] == ["you> sam> Noted.", "you> sam> Noted.", "you> "]
+
+
+def test_fact_lines_show_each_change_and_notice() -> None:
+    from agentos.chat import fact_lines
+    from agentos.events import FactsChanged, FactsNotice
+
+    events = [FactsChanged(changes=["+ Ada likes tea", "~ Ada lives in Berlin"], count=2),
+              FactsNotice(text="fact consolidation failed: boom", level="error")]
+    assert fact_lines(events) == ["[facts] + Ada likes tea", "[facts] ~ Ada lives in Berlin",
+                                  "[facts] error: fact consolidation failed: boom"]

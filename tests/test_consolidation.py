@@ -75,6 +75,8 @@ def test_update_supersedes_the_fact_the_model_names(agentos_home: Path) -> None:
     assert history[0].status == "superseded"
     question = agent.fact_provider.requests[1].messages[0].content  # type: ignore[attr-defined]
     assert "Candidate 1: Ada lives in Berlin" in question and "F1: Ada lives in Paris" in question
+    shown = [e for e in agent.consolidator.take_events() if e.type == "facts_changed"]
+    assert shown[0].changes == ["~ Ada lives in Berlin (was: Ada lives in Paris)"]  # type: ignore[union-attr]
 
 
 def test_delete_invalidates_and_stores_nothing_new(agentos_home: Path) -> None:
@@ -85,6 +87,8 @@ def test_delete_invalidates_and_stores_nothing_new(agentos_home: Path) -> None:
     assert current(agent) == []
     ended = agent.tier(FactTier).get(old.id)
     assert ended is not None and ended.status == "invalidated" and ended.valid_to is not None
+    shown = [e for e in agent.consolidator.take_events() if e.type == "facts_changed"]
+    assert shown[0].changes == ["- Ada has a car (no longer true)"]  # type: ignore[union-attr]
 
 
 def test_none_changes_nothing(agentos_home: Path) -> None:
@@ -220,15 +224,20 @@ def test_a_crash_mid_consolidation_resumes_without_reading_a_message_twice(agent
     assert not any("Ada likes tea" in s for s in after)  # the committed batch is not read again
 
 
-def test_consolidation_runs_in_the_background_and_never_delays_a_reply(agentos_home: Path) -> None:
-    release = threading.Event()
-    started = threading.Event()
+def held_extractor() -> tuple[threading.Event, threading.Event, Any]:
+    """An extraction model that says when it is asked, then answers only once released (a slow model)."""
+    started, release = threading.Event(), threading.Event()
 
-    def slow_extractor(request: ModelRequest) -> Step:
+    def answer(request: ModelRequest) -> Step:
         started.set()
         release.wait(20)
         return facts_call(fact("Ada likes tea"))
 
+    return started, release, answer
+
+
+def test_consolidation_runs_in_the_background_and_never_delays_a_reply(agentos_home: Path) -> None:
+    started, release, slow_extractor = held_extractor()
     agent = Agent.create("ada", provider=ScriptedProvider(["Nice!", "Sure."]),
                          settings=AgentSettings(facts=FactSettings(mode="turn")))
     agent.fact_provider = ScriptedProvider(slow_extractor)
@@ -271,14 +280,7 @@ def test_closing_while_the_model_is_slow_writes_nothing_after_the_lease_goes(age
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import agentos.agent.consolidator as consolidator
 
-    release = threading.Event()
-    started = threading.Event()
-
-    def stuck(request: ModelRequest) -> Step:
-        started.set()
-        release.wait(20)
-        return facts_call(fact("Ada likes tea"))
-
+    started, release, stuck = held_extractor()
     agent = Agent.create("ada", provider=ScriptedProvider(["Nice!"]),
                          settings=AgentSettings(facts=FactSettings(mode="turn")))
     agent.fact_provider = ScriptedProvider(stuck)
@@ -361,3 +363,30 @@ def test_with_an_embedder_facts_are_stored_with_vectors_and_survive_a_reindex(ag
     again = agent.tier(FactTier)
     assert [f.text for f in again.search("where does Ada live").facts] == ["Ada lives in Munich"]
     assert all(len(r["vector"]) == 64 for r in again.table.to_arrow().to_pylist())
+
+
+def test_a_lone_surrogate_in_an_answer_is_stored_as_a_replacement_character(agentos_home: Path) -> None:
+    agent = agent_with([Step(tool_calls=[("record_facts", '{"facts": [{"text": "Ada likes \\ud800 tea"}]}')])])
+    say(agent, "I like tea")
+    agent.consolidate()
+    assert current(agent) == ["Ada likes \ufffd tea"]
+
+
+def test_a_batch_too_long_for_the_model_is_split(agentos_home: Path) -> None:
+    from agentos.errors import ContextOverflowError
+
+    sizes: list[int] = []
+
+    def small_window(request: ModelRequest) -> Step:
+        lines = request.messages[0].content.count("\n") + 1
+        sizes.append(lines)
+        if lines > 2:
+            raise ContextOverflowError("prompt is too long")
+        return facts_call()
+
+    agent = agent_with([], batch_messages=8)
+    agent.fact_provider = ScriptedProvider(small_window)
+    say(agent, *[f"message number {i}" for i in range(5)])
+    report = agent.consolidate()
+    assert sizes[:3] == [5, 2, 2] and sum(b.messages for b in report.batches) == 5
+    assert agent.tier(FactTier).watermark() == 4

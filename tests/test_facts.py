@@ -117,6 +117,8 @@ def test_a_correction_is_a_user_version_and_undo_brings_the_old_one_back(agentos
     assert texts(tier.listing()) == ["Ada has two cats"]
     undone = tier.get(current[0].id)
     assert undone is not None and undone.status == "undone"
+    assert [(f.text, f.status) for f in tier.history(fact.id)] == [("Ada has two cats", "current"),
+                                                                   ("Ada has three cats", "undone")]
     assert tier.listing(as_of=datetime.now(UTC)) == tier.listing()  # an undone version was never believed
 
 
@@ -266,3 +268,13 @@ def test_facts_about_the_user_join_the_prompt_only_within_their_budget(agentos_h
     assert 0 < len(shown) < 40
     assert shown[0].startswith("- Ada fact number 0 ")  # the freshest first
     assert "Rex is a dog" not in prompt  # facts about the user only
+
+
+def test_a_letta_file_export_says_it_leaves_the_facts_out(agentos_home: Path, tmp_path: Path) -> None:
+    from agentos.portable.letta_export import export_af
+
+    agent = make_agent()
+    add(agent.tier(FactTier), "Ada likes tea")
+    agent.close()
+    report = export_af(agent.store, "ada", tmp_path / "ada.af")
+    assert any(line.startswith("fact memory (1 current fact,") for line in report.not_exported)

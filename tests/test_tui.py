@@ -603,6 +603,7 @@ def test_rewind_from_the_tui_takes_back_the_last_turn_and_keeps_a_copy() -> None
         assert isinstance(picker, PickerScreen) and [key for key, _ in picker.options] == ["1", "0"]
         picker.dismiss("0")
         await pilot.pause()
+        await app.workers.wait_for_complete()  # the rewind runs as a job
         await pilot.pause()
         assert app.conversation.texts()[-1].startswith("Rewound to point 0")
         assert app.query_one("#block-human", BlockView).text == ""

@@ -406,8 +406,10 @@ class Agent:
             self._stop_consolidating()
         settings = self._owner.update_settings(**changes)
         if "facts" in changes:
-            self._consolidator = None
+            old, self._consolidator = self._consolidator, None
             self._open_tiers()  # fact_search is offered once facts are on
+            if old is not None:  # whoever listened goes on listening, and hears what it has not yet taken
+                self.consolidator.adopt(old)
         if {"prompt_dir", "system_prompt"} & changes.keys():
             self.prompts = PromptRenderer(settings.prompt_dir, system_prompt=settings.system_prompt)
         self.window = context_window(settings, self.model, self._provider)

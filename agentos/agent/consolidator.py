@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from agentos.agent.fact_extraction import BatchSkipped, CandidateFact, FactModel, message_line
 from agentos.agent.state import FactSettings
-from agentos.errors import AgentOSError, LeaseLostError, ProviderError, ReadOnlyAgentError
+from agentos.errors import AgentOSError, ContextOverflowError, LeaseLostError, ProviderError, ReadOnlyAgentError
 from agentos.events import FactsChanged, FactsNotice
 from agentos.memory.fact_rows import Fact, FactChange, fact_hash
 from agentos.memory.facts import FactTier
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STOP_WAIT_SECONDS = 10.0  # closing waits this long for a batch whose model is still answering, then leaves it
+STOP_WAIT_SECONDS = 3.0  # closing waits this long for a batch whose model is still answering, then leaves it
 RETRY_AFTER_SECONDS = 30.0  # after a provider failure, the next try waits at least this long (or the next turn)
 READ_AHEAD_BATCHES = 4  # messages are read this many batches ahead
 ReadMessages = Callable[[int, int], list[tuple[int, Message]]]  # (first seq, end seq) -> (seq, message) in order
@@ -95,6 +95,7 @@ class Consolidator:
         self._retry_at = 0.0
         self._busy = False
         self._read_ahead: list[tuple[int, Message]] = []  # messages read and not yet consolidated
+        self._ended: dict[str, str] = {}  # texts of the facts the batch being made ends, by id
         self._write_lock = threading.Lock()  # held while a batch is written: stopping waits for the write to end
         self.last_error: str | None = None
 
@@ -115,6 +116,11 @@ class Consolidator:
                 listener(event)
             except Exception:  # noqa: BLE001 - a consumer's failure must not stop consolidation
                 log.exception("a facts listener failed")
+
+    def adopt(self, old: Consolidator) -> None:
+        """Take over the listeners and untaken events of the consolidator this one replaces (new settings)."""
+        self.listeners = old.listeners
+        self._events = old.take_events() + self._events
 
     def take_events(self) -> list[FactsChanged | FactsNotice]:
         """What happened since the last call (new facts, skipped batches, failures), oldest first."""
@@ -137,12 +143,19 @@ class Consolidator:
         total, first = self.pending(committed), self.facts.watermark() + 1
         if total:
             self._model = self._model_factory()  # the model as it is set now (`Agent.fact_provider` may change)
+        limit = self.settings.batch_messages
         while not stop():
             start = self.facts.watermark() + 1
             if start >= committed:
                 break
-            batch, through = self._next_batch(start, committed)
-            done = self.run_batch(batch, through, stop)
+            batch, through = self._next_batch(start, committed, limit)
+            try:
+                done = self.run_batch(batch, through, stop)
+            except ContextOverflowError:
+                if len(batch) <= 1:
+                    raise
+                limit = max(1, len(batch) // 2)  # too long for the model's window: smaller batches from here on
+                continue
             if done is None:
                 break
             report.batches.append(done)
@@ -151,10 +164,9 @@ class Consolidator:
                 progress(through + 1 - first, total)
         return report
 
-    def _next_batch(self, start: int, committed: int) -> tuple[list[tuple[int, Message]], int]:
-        """The next batch from seq `start`: up to `batch_messages` messages worth reading, and the seq it ends at.
+    def _next_batch(self, start: int, committed: int, wanted: int) -> tuple[list[tuple[int, Message]], int]:
+        """The next batch from seq `start`: up to `wanted` messages worth reading, and the seq it ends at.
         Messages are read ahead a few batches at a time, each once."""
-        wanted = self.settings.batch_messages
         chosen: list[tuple[int, Message]] = []
         end = start
         while end < committed:
@@ -184,6 +196,7 @@ class Consolidator:
         messages = [m for _, m in batch]
         ids = tuple(m.id for m in messages)
         changes: list[FactChange] = []
+        self._ended = {}
         try:
             if messages:
                 changes = self._changes(messages, group, report)
@@ -198,7 +211,8 @@ class Consolidator:
         report.changes = [c for c in made if c.kind not in ("batch", "skip")]
         report.seconds = time.perf_counter() - started
         if report.changes:
-            self._emit(FactsChanged(changes=[_change_line(c) for c in report.changes], count=len(report.changes)))
+            lines = [_change_line(c, self._ended.get(c.old_fact_id or "")) for c in report.changes]
+            self._emit(FactsChanged(changes=lines, count=len(report.changes)))
         if report.skipped:
             self._emit(FactsNotice(text=f"fact consolidation skipped {len(batch)} message(s): {report.skipped}",
                                    level="warning"))
@@ -245,6 +259,7 @@ class Consolidator:
                                       message_ids=tuple(m.id for m in sources)))
             if old is not None:
                 ended.add(old.id)
+                self._ended[old.id] = old.text
         return changes
 
     def _candidates(self, found: Sequence[CandidateFact]) -> list[CandidateFact]:
@@ -384,11 +399,14 @@ def _fact(candidate: CandidateFact, sources: list[Message]) -> Fact:
                 source_ids=tuple(m.id for m in sources))
 
 
-def _change_line(change: FactChange) -> str:
-    """A change in one line, for people watching (the TUI, the REPL)."""
-    text = change.fact.text if change.fact else (change.old_fact_id or "")
-    return {"add": f"+ {text}", "update": f"~ {text}", "delete": f"- {change.old_fact_id} (no longer true)"}.get(
-        change.kind, f"{change.kind} {text}")
+def _change_line(change: FactChange, old_text: str | None) -> str:
+    """A change in one line, for people watching (the TUI, the REPL): "+ new", "~ new (was: old)", "- old"."""
+    text = change.fact.text if change.fact else ""
+    if change.kind == "update":
+        return f"~ {text}" + (f" (was: {old_text})" if old_text else "")
+    if change.kind == "delete":
+        return f"- {old_text or change.old_fact_id} (no longer true)"
+    return f"+ {text}" if change.kind == "add" else f"{change.kind} {text}"
 
 
 def for_agent(agent: Agent) -> Consolidator:

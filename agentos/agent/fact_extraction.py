@@ -20,6 +20,7 @@ from agentos.agent.prompts import PromptRenderer
 from agentos.memory.fact_rows import Fact
 from agentos.messages import Message, ToolCall, Usage
 from agentos.providers.base import ModelRequest, Provider, complete
+from agentos.text import valid_values
 from agentos.tools.decorator import Tool
 
 MAX_OUTPUT_TOKENS = 2000
@@ -174,6 +175,10 @@ def read_json(response_text: str, calls: Sequence[ToolCall], tool: str) -> Any:
 def _validated(model: type[BaseModel], data: Any, key: str) -> Any:
     if isinstance(data, list):
         data = {key: data}
+    try:
+        data = valid_values(data)  # lone surrogates from a JSON escape become U+FFFD: every fact can be stored
+    except ValueError as exc:
+        raise AnswerError(f"the answer is {exc}.") from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -1,4 +1,4 @@
-"""`python -m agentos.eval locomo PATH [--embedder SPEC]`."""
+"""`python -m agentos.eval locomo PATH [--embedder SPEC]` and `python -m agentos.eval locomo-qa PATH --model SPEC`."""
 
 from __future__ import annotations
 
@@ -6,15 +6,60 @@ import argparse
 import sys
 
 
+def categories(text: str) -> tuple[int, ...]:
+    """'1,2,3,4' -> (1, 2, 3, 4)."""
+    try:
+        chosen = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"categories are numbers 1-5 separated by commas, not {text!r}") from None
+    if not chosen or not all(1 <= c <= 5 for c in chosen):
+        raise argparse.ArgumentTypeError(f"categories are numbers 1-5 separated by commas, not {text!r}")
+    return chosen
+
+
+def positive(text: str) -> int:
+    """A whole number above 0."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, not {text!r}")
+    return int(text)
+
+
+def add_qa(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The locomo-qa subcommand's arguments."""
+    p = sub.add_parser("locomo-qa", help="LoCoMo QA end to end: the agent answers from memory, a judge grades")
+    p.add_argument("path", help="locomo10.json")
+    p.add_argument("--model", required=True, help="the answering model (agent and baseline), e.g. openai/gpt-4.1-mini "
+                                                  "or scripted/reader (offline)")
+    p.add_argument("--judge", help="the grading model (default: --model); scripted/judge offline")
+    p.add_argument("--fact-model", help="the model consolidation asks (default: --model); scripted/facts offline")
+    p.add_argument("--limit", type=positive, default=None, help="only the first N conversations")
+    p.add_argument("--questions", type=positive, default=None, help="only the first N questions per conversation")
+    p.add_argument("--categories", type=categories, default=(1, 2, 3, 4),
+                   help="question categories, e.g. 1,2,3,4 (default; 5, adversarial, has no gold answer)")
+    p.add_argument("--embedder", default="none", help="recall embedder (default none: BM25 only)")
+    p.add_argument("--no-baseline", action="store_true", help="skip the full-context baseline")
+    p.add_argument("--json", dest="json_path", help="also write the report (with every answer) to this file")
+    p.add_argument("--home", help="data home for the agents, kept after (default: a temp dir, removed after)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentos.eval", description="Retrieval evaluations.")
+    parser = argparse.ArgumentParser(prog="python -m agentos.eval", description="Memory evaluations.")
     sub = parser.add_subparsers(dest="suite", required=True)
     p = sub.add_parser("locomo", help="LoCoMo: load each conversation into recall, search every question")
     p.add_argument("path", help="locomo10.json")
     p.add_argument("--embedder", default="none", help="none (BM25 only), hash:384, st/all-MiniLM-L6-v2, openai/...")
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--home", help="data home for the loaded agents (default: a temp dir, removed after)")
+    add_qa(sub)
     args = parser.parse_args(argv)
+    if args.suite == "locomo-qa":
+        from agentos.eval.locomo_qa import Options
+        from agentos.eval.locomo_qa import run as run_qa
+
+        return run_qa(Options(path=args.path, model=args.model, judge=args.judge, fact_model=args.fact_model,
+                              limit=args.limit, questions=args.questions, categories=args.categories,
+                              home=args.home, json_path=args.json_path, baseline=not args.no_baseline,
+                              embedder=args.embedder))
     from agentos.eval.locomo import run
 
     return run(args.path, embedder=args.embedder, limit=args.limit, home=args.home)

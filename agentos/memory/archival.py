@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agentos.errors import ToolError
-from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
+from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
@@ -37,10 +37,10 @@ from agentos.memory.search import (
     tag_clause,
     timestamp_literal,
 )
-from agentos.memory.tables import open_embedded
+from agentos.memory.tables import open_embedded, reembed_table
 from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
 from agentos.messages import new_id, utc_now
-from agentos.storage.db import quote, replace_table, storage_errors
+from agentos.storage.db import quote, storage_errors
 from agentos.storage.schemas import archival_schema
 from agentos.storage.vector_index import ensure_vector_index
 from agentos.tools.context import ToolContext
@@ -136,21 +136,9 @@ class ArchivalTier(Tier):
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Re-embed every passage with `embedder` in a new table that replaces the old one crash-safely."""
-        db, name = self.ctx.db, self.table_name
         self._table = None
-        if db.count_rows(name) is None:
-            return 0
-        with storage_errors("read archival memory"):
-            old = db.connection.open_table(name).to_arrow().select(_KEEP)
-        schema = archival_schema(embedder.name, embedder.dim)
-        data = old.append_column("embedder", pa.array([embedder.name] * old.num_rows, pa.string()))
-        if embedder.enabled:
-            parts = embed_in_chunks(embedder, old.column("text").to_pylist(), "archival passages", progress)
-            data = data.append_column("vector", pa.chunked_array(parts, type=schema.field("vector").type))
-        else:
-            progress("archival passages", old.num_rows, old.num_rows)
-        replace_table(db, name, schema, data.cast(schema))
-        return old.num_rows
+        return reembed_table(self.ctx.db, self.table_name, archival_schema, _KEEP, embedder, "archival passages",
+                             progress)
 
     # -- passages ------------------------------------------------------------------------------
 

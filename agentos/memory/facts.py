@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from agentos.errors import FactError, StorageError
-from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
+from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.fact_rows import (
     FACT_CHANGES,
     PROGRESS_KINDS,
@@ -47,11 +47,12 @@ from agentos.memory.search import (
     shorten,
     timestamp_literal,
 )
-from agentos.memory.tables import open_embedded
+from agentos.memory.tables import open_embedded, reembed_table
 from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
 from agentos.messages import new_id, utc_now
-from agentos.storage.db import quote, replace_table, storage_errors
+from agentos.storage.db import quote, storage_errors
 from agentos.storage.schemas import FACT_CHANGES_SCHEMA, facts_schema
+from agentos.text import valid_text
 from agentos.tokens import EstimateCounter
 from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool, tool
@@ -136,6 +137,20 @@ class FactTier(Tier):
                 self._changes = self.ctx.db.existing(self.changes_name)
         return self._changes
 
+    def _reading(self) -> Any:
+        """The facts table to read, or None while there is none (reading never creates it)."""
+        if self._table is None:
+            schema = facts_schema(self.embedder.name, self.embedder.dim)
+            self._table = open_embedded(self.ctx.db, self.table_name, schema, self.embedder, "fact memory",
+                                        _INDEXES, create=False)
+        return self._fresh(self._table)
+
+    def _reading_changes(self) -> Any:
+        """The change log to read, or None while there is none."""
+        if self._changes is None:
+            self._changes = self.ctx.db.existing(self.changes_name)
+        return self._fresh(self._changes)
+
     def _fresh(self, table: Any) -> Any:
         if table is not None and not self.ctx.writable:
             with storage_errors("read fact memory"):
@@ -179,7 +194,7 @@ class FactTier(Tier):
         return lines
 
     def _choose_prompt_lines(self, budget: int) -> list[str]:
-        table = self._fresh(self.table)
+        table = self._reading()
         if table is None:
             return []
         with storage_errors("read fact memory"):
@@ -228,22 +243,9 @@ class FactTier(Tier):
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Re-embed every version of every fact with `embedder`, in a new table that replaces the old one."""
-        db, name = self.ctx.db, self.table_name
         self._table = None
-        if db.count_rows(name) is None:
-            return 0
         keep = [f.name for f in facts_schema("none", 0) if f.name != "embedder"]
-        with storage_errors("read fact memory"):
-            old = db.connection.open_table(name).to_arrow().select(keep)
-        schema = facts_schema(embedder.name, embedder.dim)
-        data = old.append_column("embedder", pa.array([embedder.name] * old.num_rows, pa.string()))
-        if embedder.enabled:
-            parts = embed_in_chunks(embedder, old.column("text").to_pylist(), "facts", progress)
-            data = data.append_column("vector", pa.chunked_array(parts, type=schema.field("vector").type))
-        else:
-            progress("facts", old.num_rows, old.num_rows)
-        replace_table(db, name, schema, data.cast(schema))
-        return old.num_rows
+        return reembed_table(self.ctx.db, self.table_name, facts_schema, keep, embedder, "facts", progress)
 
     def flush(self) -> None:
         """Write the retrieval counts gathered since the last flush (they rank facts; losing some costs little)."""
@@ -269,13 +271,13 @@ class FactTier(Tier):
 
     def count_current(self) -> int:
         if self._current is None or not self.ctx.writable:
-            table = self._fresh(self.table) if self.ctx.db.exists(self.table_name) else None
+            table = self._reading()
             with storage_errors("count facts"):
                 self._current = int(table.count_rows(CURRENT)) if table is not None else 0
         return self._current
 
     def _rows(self, where: str | None) -> list[Fact]:
-        table = self._fresh(self.table)
+        table = self._reading()
         if table is None:
             return []
         with storage_errors("read fact memory"):
@@ -296,7 +298,7 @@ class FactTier(Tier):
 
     def current_hashes(self, hashes: Sequence[str]) -> set[str]:
         """Those of `hashes` that a current fact has (exact duplicates are not stored twice)."""
-        table = self._fresh(self.table)
+        table = self._reading()
         if table is None or not hashes:
             return set()
         found: set[str] = set()
@@ -342,11 +344,13 @@ class FactTier(Tier):
                 break
             seen.add(newer.id)
             chain.append(newer)
-        return chain
+        ids = ", ".join(quote(f.id) for f in chain)
+        others = [f for f in self._rows(f"supersedes IN ({ids})") if f.id not in seen]  # versions undone since
+        return sorted(chain + others, key=lambda f: (f.recorded_at, f.valid_from, f.id))
 
     def changes(self, since: datetime | None = None, *, kinds: Sequence[str] = ()) -> list[FactChange]:
         """The change log, oldest first."""
-        table = self._fresh(self.changes_table)
+        table = self._reading_changes()
         if table is None:
             return []
         clauses = [f"at >= {timestamp_literal(since)}"] if since else []
@@ -358,14 +362,14 @@ class FactTier(Tier):
         return sorted((FactChange.of_row(r) for r in rows), key=lambda c: (c.at, c.id))
 
     def change(self, change_id: str) -> FactChange:
-        table = self._fresh(self.changes_table)
+        table = self._reading_changes()
         rows = [] if table is None else table.search().where(f"id = {quote(change_id)}").limit(1).to_arrow().to_pylist()
         if not rows:
             raise FactError(f"there is no change {change_id!r}. Review them with: agentos facts AGENT changes")
         return FactChange.of_row(rows[0])
 
     def undone(self, change_id: str) -> bool:
-        table = self._fresh(self.changes_table)
+        table = self._reading_changes()
         if table is None:
             return False
         where = f"kind = 'undo' AND target_change = {quote(change_id)}"
@@ -389,7 +393,7 @@ class FactTier(Tier):
         if subject:
             clauses.append(f"subject = {quote(subject)}")
         where = " AND ".join(clauses)
-        table = self._fresh(self.table)
+        table = self._reading()
         if table is None:
             return FactPage([], 0, page, page_size)
         if not query:
@@ -447,7 +451,7 @@ class FactTier(Tier):
         """For each text, the `k` current facts most like it (what consolidation compares new facts with); the
         searches of all the texts run at once."""
         queries = [clean_query(t) for t in texts]
-        if self._fresh(self.table) is None or not any(queries):
+        if self._reading() is None or not any(queries):
             return [[] for _ in texts]
         with storage_errors("search fact memory"):
             vectors = [self._query_vector(q)[0] if q else None for q in queries]
@@ -550,7 +554,7 @@ class FactTier(Tier):
         compared it (consolidation searches with each candidate's text), else embedded."""
         stored: dict[str, Any] = {}
         ids = [f.id for f in facts]
-        if self.table is not None and ids:
+        if self._reading() is not None and ids:
             where = f"id IN ({', '.join(quote(i) for i in ids)})"
             for r in self.table.search().where(where).select(["id", "vector"]).limit(None).to_arrow().to_pylist():
                 stored[r["id"]] = r["vector"]
@@ -617,7 +621,7 @@ class FactTier(Tier):
 
     def correct(self, fact_id: str, text: str, reason: str = "") -> FactChange:
         """The user's correction: a new version of the fact, which supersedes the old one."""
-        text = " ".join((text or "").split())
+        text = valid_text(" ".join((text or "").split()))
         if not text:
             raise FactError("the corrected text is empty; give the fact as it should read.")
         old = self.require(fact_id)
@@ -634,7 +638,7 @@ class FactTier(Tier):
         """The user's retraction: the fact no longer holds (kept, and shown as retracted)."""
         self.require(fact_id)
         change = FactChange(kind="retract", by="user", group_id=new_id("grp"), old_fact_id=fact_id,
-                            reason=reason or "retracted by the user")
+                            reason=valid_text(reason) or "retracted by the user")
         return self.commit([change])[0]
 
     def undo(self, change_id: str, by: str = "user") -> FactChange:

@@ -212,7 +212,7 @@ def export_af(store: Store, name: str, path: str | Path) -> AfExportReport:
 
 
 def _cannot_carry(agent: Any, state: AgentState, report: AfExportReport, archival_kind: type) -> None:
-    """What the v2 format has no place for: archival passages, the edit log, agentos-only settings."""
+    """What the v2 format has no place for: archival passages, facts, the edit log, agentos-only settings."""
     try:
         passages = agent.tier(archival_kind).count()
     except AgentOSError:
@@ -220,6 +220,15 @@ def _cannot_carry(agent: Any, state: AgentState, report: AfExportReport, archiva
     if passages:
         report.not_exported.append(f"{_plural(passages, 'archival passage')} (a Letta agent file holds no archival "
                                    f"memory; agentos export NAME keeps them)")
+    from agentos.memory.facts import FactTier
+
+    try:
+        facts = agent.tier(FactTier).count_current()
+    except AgentOSError:
+        facts = 0
+    if facts:
+        report.not_exported.append(f"fact memory ({_plural(facts, 'current fact')}, with their history; a Letta agent "
+                                   f"file has no place for them; agentos export NAME keeps them)")
     edits = len(agent.memory_edits())
     if edits:
         report.not_exported.append(f"the memory edit log ({_plural(edits, 'edit')}; Letta files keep only the "

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.markup import escape
@@ -40,6 +40,7 @@ from agentos.formatting import (
 )
 from agentos.tui.conversation import Conversation, Reply, ToolCallView
 from agentos.tui.diff import changed_chars
+from agentos.tui.fact_news import FactNews
 from agentos.tui.memory import BlockView, MemoryPanel
 from agentos.tui.messages import AgentEvent, JobEnded, StatusChanged, TurnEnded, TurnError
 from agentos.tui.screens import (
@@ -93,7 +94,7 @@ def create_agent(spec: NewAgent) -> Agent:
     return Agent.create(spec.name, model=spec.model or None, persona=spec.persona or None, human=spec.human or None)
 
 
-class AgentApp(App[int]):
+class AgentApp(FactNews):
     """Chat with an agent; each turn runs in a thread worker that posts its events here."""
 
     TITLE = "agentos"
@@ -189,6 +190,7 @@ class AgentApp(App[int]):
             self.conversation.add(TOUR_HINT.format(left=len(self.tour)), classes="info")
             self.query_one("#prompt", Input).value = self.tour[0]
         self.refresh_status()
+        self.watch_facts(refresh=True)
 
     @property
     def conversation(self) -> Conversation:
@@ -459,6 +461,7 @@ class AgentApp(App[int]):
         self.refresh_status()
         self._retry_line = None
         self.offer_tour()
+        self.watch_facts()
 
     def run_job(self, activity: str, job: Callable[[], Any], then: Callable[[Any], Any]) -> None:
         """Run `job` (a summary, an export, a rewind: work that may call the model or take seconds) in a worker,
@@ -492,6 +495,7 @@ class AgentApp(App[int]):
             if asyncio.iscoroutine(outcome):
                 await outcome
         self.refresh_status()
+        self.watch_facts()
 
     def on_collapsible_expanded(self) -> None:
         """A tool call or the summary marker opened (or closed, below): typing goes on in the input."""
@@ -548,6 +552,9 @@ class AgentApp(App[int]):
                             lambda: self.command("/summarize"))
         yield SystemCommand("Export agent", "Write everything to one .agentos file", self.action_export)
         yield SystemCommand("Rewind", "Go back to a restore point (a copy of the agent is kept)", self.action_rewind)
+        if self._watched is not None:
+            yield SystemCommand("Facts", "The current facts from fact memory, newest first; type to filter",
+                                self.action_facts)
         for block in self.agent.blocks:
             label = block.label
             yield SystemCommand(f"Edit block: {label}", escape(f"Edit [{label}] by hand (logged as your edit)"),
@@ -757,6 +764,7 @@ class AgentApp(App[int]):
             if self.closed:
                 return
             self.closed = True
+            self._unwatch()
             try:
                 self.agent.close()
             except Exception as exc:  # noqa: BLE001 - run_tui prints it once the screen is the terminal's again

@@ -1,4 +1,5 @@
-"""The memory pane: one panel per core memory block, with a size bar and the last edit shown as a diff."""
+"""The memory pane: one panel per core memory block, with a size bar and the last edit shown as a diff; under them,
+when fact memory is in use, how many facts are current and the newest few."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from textual.message import Message
 from textual.widgets import Static
 
 from agentos.blocks import Block
+from agentos.memory.fact_rows import Fact
 from agentos.tui.diff import diff_text
 
 BAR_WIDTH = 20
+FACTS_SHOWN = 5  # the newest facts the pane lists
 
 
 def size_bar(used: int, limit: int, width: int = BAR_WIDTH) -> Text:
@@ -84,6 +87,39 @@ class BlockView(Vertical, can_focus=True):
         self.post_message(self.Action(self.block_label, "edit"))
 
 
+def facts_header(count: int) -> Text:
+    """The facts section's title: how many facts are current."""
+    return Text.assemble(("Facts", "bold"), "  ", (f"{count:,} current", "dim"))
+
+
+def facts_lines(facts: list[Fact]) -> Text:
+    """The newest facts, one line each (the pane's CSS cuts a long one at its width)."""
+    if not facts:
+        return Text("(none yet)", "dim")
+    return Text("\n").join(Text(f"· {' '.join(f.text.split())}") for f in facts)
+
+
+class FactsView(Vertical):
+    """The facts section under the blocks: how many facts are current, and the newest few."""
+
+    DEFAULT_CSS = """
+    FactsView { height: auto; margin-bottom: 1; }
+    FactsView .facts-newest { text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, count: int, newest: list[Fact]) -> None:
+        self.header = Static(facts_header(count), classes="facts-header")
+        self.body = Static(facts_lines(newest), classes="facts-newest")
+        super().__init__(self.header, self.body, id="facts")
+        self.count, self.newest = count, newest
+
+    def show(self, count: int, newest: list[Fact]) -> None:
+        """Show `count` current facts and the `newest`."""
+        self.count, self.newest = count, newest
+        self.header.update(facts_header(count))
+        self.body.update(facts_lines(newest))
+
+
 class MemoryPanel(VerticalScroll, can_focus=False):
     """Every core memory block, kept current by MemoryEdited events (Tab moves through the blocks themselves)."""
 
@@ -112,8 +148,28 @@ class MemoryPanel(VerticalScroll, can_focus=False):
 
     def _add(self, block: Block) -> BlockView:
         view = BlockView(block)
-        self.mount(view)
+        self.mount(view, before=self.facts)  # the blocks stay above the facts section
         return view
+
+    @property
+    def facts(self) -> FactsView | None:
+        """The facts section, if it is shown."""
+        found = self.query(FactsView)
+        return found.first() if found else None
+
+    def show_facts(self, count: int, newest: list[Fact]) -> None:
+        """Show `count` current facts and the newest of them, under the blocks."""
+        facts = self.facts
+        if facts is None:
+            self.mount(FactsView(count, newest[:FACTS_SHOWN]))
+        else:
+            facts.show(count, newest[:FACTS_SHOWN])
+
+    def hide_facts(self) -> None:
+        """No facts section (fact memory is not in use)."""
+        facts = self.facts
+        if facts is not None:
+            facts.remove()
 
     def show_edit(self, blocks: list[Block], label: str, old: str, new: str, who: str) -> None:
         """Show one edit of block `label` (from `old` to `new`, by `who`) as a diff; the edits one author makes in a

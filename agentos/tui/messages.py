@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from agentos.events import Event
 from agentos.tui.status import StatusInfo
+
+if TYPE_CHECKING:
+    from agentos.agent.agent import Agent
 
 
 class AgentEvent(Message):
@@ -49,3 +52,20 @@ class JobEnded(Message):
     def __init__(self, then: Callable[[Any], Any], result: Any = None, error: Exception | None = None) -> None:
         super().__init__()
         self.then, self.result, self.error = then, result, error
+
+
+class FactsWaiting(Message):
+    """The consolidator has news (posted from its own thread); the app takes its events. Bursts coalesce."""
+
+    def can_replace(self, message: Message) -> bool:
+        """Another wake-up waiting is made redundant by this one."""
+        return isinstance(message, FactsWaiting)
+
+
+class FactsRead(Message):
+    """A read of fact memory done in a worker: `then(result)` for `agent`, or the error it raised."""
+
+    def __init__(self, agent: Agent, then: Callable[[Any], Any], result: Any = None,
+                 error: Exception | None = None) -> None:
+        super().__init__()
+        self.agent, self.then, self.result, self.error = agent, then, result, error

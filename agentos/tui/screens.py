@@ -1,5 +1,5 @@
-"""The TUI's dialogs: a block's edit history, editing a block, searching memory, picking or creating an agent,
-choosing a restore point, and help. Each returns its answer through `dismiss`; none touches the agent itself."""
+"""The TUI's dialogs: a block's edit history, editing a block, searching memory, listing facts, picking or creating
+an agent, choosing a restore point, and help. Each returns its answer through `dismiss`; none touches the agent itself."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from agentos.blocks import MemoryEdit
+from agentos.memory.fact_rows import Fact
 from agentos.tui.diff import diff_text
 
 
@@ -142,6 +143,74 @@ class SearchScreen(Dialog):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
+
+
+def fact_line(fact: Fact) -> str:
+    """A fact in the list: since when it is believed, and its text on one line."""
+    return f"{fact.valid_from.astimezone():%Y-%m-%d}  {' '.join(fact.text.split())}"
+
+
+def matches(fact: Fact, words: Sequence[str]) -> bool:
+    """Whether every word typed is in the fact's text, subject or category (case aside)."""
+    haystack = f"{fact.text} {fact.subject} {fact.category}".casefold()
+    return all(word in haystack for word in words)
+
+
+class FactsScreen(Dialog):
+    """The current facts, newest first; typing filters them, and Enter on one answers its id."""
+
+    def __init__(self, facts: Sequence[Fact]) -> None:
+        super().__init__()
+        self.facts = list(facts)
+        self.shown: list[Fact] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog") as box:
+            box.border_title = f"facts · {len(self.facts):,} current · type to filter · Esc closes"
+            yield Input(placeholder="filter: words in the fact…", id="filter")
+            yield Static("", id="summary", classes="hint", markup=False)
+            yield OptionList(id="facts-list")
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).focus()
+        self.show_matching("")
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.show_matching(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.shown:
+            self.query_one("#facts-list", OptionList).focus()
+
+    def show_matching(self, typed: str) -> None:
+        """List the facts that have every word of `typed`."""
+        words = typed.casefold().split()
+        self.shown = [f for f in self.facts if matches(f, words)]
+        if not self.facts:
+            summary = "No facts yet: they are made from the conversation, in the background."
+        elif words:
+            summary = f"{len(self.shown):,} of {len(self.facts):,} match"
+        else:
+            summary = "Newest first; Enter on one shows it whole."
+        self.query_one("#summary", Static).update(summary)
+        listed = self.query_one("#facts-list", OptionList)
+        listed.clear_options()
+        listed.add_options([Option(Text(fact_line(f)), id=f.id) for f in self.shown])
+        if self.shown:
+            listed.highlighted = 0
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
+def fact_detail(fact: Fact) -> str:
+    """One fact in full, for its own dialog."""
+    return (f"{fact.text}\n\nsince {fact.valid_from.astimezone():%Y-%m-%d %H:%M}  ·  about {fact.subject}  ·  "
+            f"{fact.category}  ·  confidence {fact.confidence:.2f}\n"
+            f"recorded {fact.recorded_at.astimezone():%Y-%m-%d %H:%M}  ·  {len(fact.source_ids)} source message(s)"
+            f"  ·  id {fact.id}")
 
 
 class PickerScreen(Dialog):
