@@ -291,7 +291,8 @@ def test_closing_while_the_model_is_slow_writes_nothing_after_the_lease_goes(age
     release.set()
     thread = agent.consolidator._thread
     assert thread is not None
-    thread.join(10)
+    thread.join(20)
+    assert not thread.is_alive()
     reopened = Agent.load("ada", read_only=True).tier(FactTier)
     assert reopened.listing() == [] and reopened.watermark() == -1  # the batch will be done again next time
 
@@ -337,7 +338,7 @@ def test_what_a_session_left_waiting_is_consolidated_after_the_next_turn_not_at_
     calls: list[str] = []
     again = Agent.load("ada", provider=ScriptedProvider(["Hello!"]))
     again.fact_provider = ScriptedProvider(lambda r: (calls.append(r.messages[0].content), facts_call())[1])
-    assert again.consolidator.wait_idle(5) and calls == []  # opening asks no model
+    assert again.consolidator._thread is None and calls == []  # opening starts nothing and asks no model
     list(again.turn("hi"))
     assert again.consolidator.wait_idle(20)
     assert len(calls) == 1 and "I like tea" in calls[0] and "hi" in calls[0]
@@ -390,3 +391,86 @@ def test_a_batch_too_long_for_the_model_is_split(agentos_home: Path) -> None:
     report = agent.consolidate()
     assert sizes[:3] == [5, 2, 2] and sum(b.messages for b in report.batches) == 5
     assert agent.tier(FactTier).watermark() == 4
+
+
+def test_an_embedder_that_fails_writes_nothing_and_the_batch_is_done_later(agentos_home: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos.errors import EmbedderError
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]),
+                         settings=AgentSettings(embedder="hash:32", facts=FactSettings()))
+    agent.fact_provider = ScriptedProvider([facts_call(fact("Ada likes tea")), facts_call(fact("Ada likes tea"))])
+    say(agent, "I like tea")
+    embedder = agent.tiers.embedder()
+    with monkeypatch.context() as patch:
+        patch.setattr(type(embedder), "embed", lambda self, texts: (_ for _ in ()).throw(EmbedderError("down")))
+        with pytest.raises(EmbedderError):
+            agent.consolidate()
+    tier = agent.tier(FactTier)
+    assert tier.watermark() == -1 and tier.changes() == []  # nothing logged: the batch is not lost
+    agent.consolidate()
+    assert current(agent) == ["Ada likes tea"]
+
+
+def test_two_candidates_replacing_one_fact_are_both_kept(agentos_home: Path) -> None:
+    agent = agent_with([facts_call(fact("Ada lives in Berlin"), fact("Ada works at a Berlin bakery")),
+                        decisions((1, "UPDATE", "F1"), (2, "UPDATE", "F2"))])
+    seed(agent, "Ada lives and works in Paris")
+    say(agent, "I moved to Berlin and work at a bakery")
+    agent.consolidate()
+    assert sorted(current(agent)) == ["Ada lives in Berlin", "Ada works at a Berlin bakery"]
+
+
+def test_a_delete_ends_the_fact_when_it_was_said(agentos_home: Path) -> None:
+    from datetime import UTC, datetime
+
+    agent = agent_with([facts_call(fact("Ada has a car")), facts_call(fact("Ada sold her car")),
+                        decisions((1, "DELETE", "F1"))])
+    agent.add_history([Message(role="user", content="I have a car", created_at=datetime(2023, 1, 1, tzinfo=UTC))])
+    agent.consolidate()
+    agent.add_history([Message(role="user", content="I sold my car", created_at=datetime(2023, 6, 1, tzinfo=UTC))])
+    agent.consolidate()
+    tier = agent.tier(FactTier)
+    assert [f.text for f in tier.listing(as_of=datetime(2023, 3, 1, tzinfo=UTC))] == ["Ada has a car"]
+    assert tier.listing(as_of=datetime(2024, 1, 1, tzinfo=UTC)) == []
+
+
+def test_one_message_too_long_for_the_model_is_skipped_with_a_notice(agentos_home: Path) -> None:
+    from agentos.errors import ContextOverflowError
+
+    agent = agent_with([ContextOverflowError("prompt is too long")])
+    say(agent, "a very long message")
+    report = agent.consolidate()
+    assert report.batches[0].skipped and "too long for the model" in (report.batches[0].skipped or "")
+    assert agent.tier(FactTier).watermark() == 0
+
+
+def test_after_a_reindex_background_consolidation_uses_the_new_embedder(agentos_home: Path) -> None:
+    agent = Agent.create("ada", provider=ScriptedProvider(["ok", "ok"]),
+                         settings=AgentSettings(embedder="hash:32", facts=FactSettings(mode="turn")))
+    agent.fact_provider = ScriptedProvider([facts_call(fact("Ada likes tea")), facts_call(fact("Ada likes jazz")),
+                                            decisions((1, "ADD", None))])
+    list(agent.turn("I like tea"))
+    assert agent.consolidator.wait_idle(20)
+    agent.reindex("hash:64")
+    list(agent.turn("I like jazz"))
+    assert agent.consolidator.wait_idle(20) and agent.consolidator.last_error is None
+    assert sorted(current(agent)) == ["Ada likes jazz", "Ada likes tea"]
+    assert agent.tier(FactTier).count_current() == 2  # the agent's own tier sees the consolidator's writes
+
+
+def test_after_a_rewind_background_consolidation_reads_the_new_turns(agentos_home: Path) -> None:
+    seen: list[str] = []
+    agent = Agent.create("ada", provider=ScriptedProvider(["ok"] * 5),
+                         settings=AgentSettings(facts=FactSettings(mode="turn")))
+    agent.fact_provider = ScriptedProvider(lambda r: (seen.append(r.messages[0].content), facts_call())[1])
+    for text in ("one", "two", "three"):
+        list(agent.turn(text))
+        assert agent.consolidator.wait_idle(20)
+    agent.rewind(1)
+    for text in ("four", "five"):
+        list(agent.turn(text))
+        assert agent.consolidator.wait_idle(20)
+    after = "\n".join(seen[-2:])
+    assert "four" in after and "five" in after and "two" not in after
+    assert agent.tier(FactTier).watermark() == 5

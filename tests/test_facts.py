@@ -197,16 +197,22 @@ def test_a_crash_between_the_log_and_the_facts_is_finished_on_open(agentos_home:
         with pytest.raises(OSError):
             tier.commit([FactChange(kind="update", by="consolidator", group_id="g", fact=new, old_fact_id=old.id)])
     assert texts(tier.listing()) == ["Ada lives in Paris"]  # logged, not yet applied
+    add(tier, "Ada likes cake")  # the process goes on: the next change finishes the one left half-written first
+    assert sorted(texts(tier.listing())) == ["Ada likes cake", "Ada lives in Berlin"]
+    with monkeypatch.context() as patch:
+        patch.setattr(FactTier, "_apply", lambda self, facts: (_ for _ in ()).throw(OSError("killed")))
+        with pytest.raises(OSError):
+            add(tier, "Ada likes jazz")
     agent.close()
-    reopened = Agent.load("ada", provider=ScriptedProvider([])).tier(FactTier)
-    assert texts(reopened.listing()) == ["Ada lives in Berlin"]
+    reopened = Agent.load("ada", provider=ScriptedProvider([])).tier(FactTier)  # a crash: finished on open
+    assert sorted(texts(reopened.listing())) == ["Ada likes cake", "Ada likes jazz", "Ada lives in Berlin"]
     versions = reopened.history(new.id)
     assert [f.status for f in versions] == ["superseded", "current"]
     assert reopened.repair() == 0  # finished once; nothing to do again
 
 
 def test_rewind_undoes_what_consolidation_made_of_the_taken_back_messages(agentos_home: Path) -> None:
-    agent = Agent.create("ada", provider=ScriptedProvider(["Hello!", "Noted."]),
+    agent = Agent.create("ada", provider=ScriptedProvider(["Hello!", "Noted.", "Oh, a cat!"]),
                          settings=AgentSettings(facts=FactSettings(mode="off")))
     list(agent.turn("Hi, I am Ada"))
     list(agent.turn("I have a dog called Rex"))
@@ -220,6 +226,13 @@ def test_rewind_undoes_what_consolidation_made_of_the_taken_back_messages(agento
     assert tier.listing() == []
     assert tier.get(report.changes[0].fact_id or "") is not None  # kept, marked undone
     assert tier.watermark() == 1  # the messages said after the point will be read again
+    list(agent.turn("Actually I have a cat called Tom"))
+    seen: list[str] = []
+    agent.fact_provider = ScriptedProvider(lambda r: (seen.append(r.messages[0].content), Step(tool_calls=[
+        ("record_facts", {"facts": [{"text": "Ada has a cat called Tom", "sources": [1]}]})]))[1])
+    agent.consolidate()
+    assert len(seen) == 1 and "cat called Tom" in seen[0] and "Rex" not in seen[0] and "Noted" not in seen[0]
+    assert texts(tier.listing()) == ["Ada has a cat called Tom"] and tier.watermark() == 3
 
 
 def test_fact_tables_travel_in_an_export(agentos_home: Path, tmp_path: Path) -> None:
@@ -258,8 +271,9 @@ def test_an_agent_without_facts_offers_no_fact_tool(agentos_home: Path) -> None:
 def test_facts_about_the_user_join_the_prompt_only_within_their_budget(agentos_home: Path) -> None:
     agent = make_agent(mode="turn")
     tier = agent.tier(FactTier)
-    for i in range(40):
-        add(tier, f"Ada fact number {i} is about her hobby number {i}", when=datetime.now(UTC) - timedelta(days=i))
+    now = datetime.now(UTC)
+    tier.commit([FactChange(kind="add", by="consolidator", group_id="g", fact=Fact(
+        text=f"Ada fact number {i} is about her hobby number {i}", valid_from=now - timedelta(days=i))) for i in range(40)])
     add(tier, "Rex is a dog", subject="Rex")
     assert "Facts about the user" not in agent.system_prompt()  # off by default
     agent.update_settings(facts=agent.settings.facts.model_copy(update={"prompt_tokens": 60}))

@@ -164,12 +164,17 @@ class Agent:
         self._open_tiers()
 
     def _open_tiers(self) -> None:
+        """(Re)build the tiers and the tool list; a consolidator of the old tiers is replaced by one of the new."""
         self.tiers = Tiers(self.store.db, self.id, self._owner.settings.embedder, writable=not self.read_only,
                            check_writable=self.check_writable, on_write=self.store.touched,
                            settings=lambda: self._owner.settings)
         self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools],
                                   output_limit=self._owner.settings.tool_output_limit)
         self._owner.set_tool_names([t.name for t in self.tools])
+        old, self._consolidator = getattr(self, "_consolidator", None), None
+        if old is not None:  # whoever listened goes on listening, and hears what it has not yet taken
+            old.stop()
+            self.consolidator.adopt(old)
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -406,10 +411,7 @@ class Agent:
             self._stop_consolidating()
         settings = self._owner.update_settings(**changes)
         if "facts" in changes:
-            old, self._consolidator = self._consolidator, None
-            self._open_tiers()  # fact_search is offered once facts are on
-            if old is not None:  # whoever listened goes on listening, and hears what it has not yet taken
-                self.consolidator.adopt(old)
+            self._open_tiers()  # fact_search is offered once facts are on; a new consolidator with the new settings
         if {"prompt_dir", "system_prompt"} & changes.keys():
             self.prompts = PromptRenderer(settings.prompt_dir, system_prompt=settings.system_prompt)
         self.window = context_window(settings, self.model, self._provider)

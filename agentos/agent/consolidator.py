@@ -140,6 +140,7 @@ class Consolidator:
 
         A provider failure raises (what was done is kept); a batch without a usable answer is skipped."""
         report = ConsolidationReport()
+        self._read_ahead = []  # read afresh each run: a rewind since may have given other messages these seqs
         total, first = self.pending(committed), self.facts.watermark() + 1
         if total:
             self._model = self._model_factory()  # the model as it is set now (`Agent.fact_provider` may change)
@@ -151,15 +152,17 @@ class Consolidator:
             batch, through = self._next_batch(start, committed, limit)
             try:
                 done = self.run_batch(batch, through, stop)
-            except ContextOverflowError:
-                if len(batch) <= 1:
-                    raise
-                limit = max(1, len(batch) // 2)  # too long for the model's window: smaller batches from here on
-                continue
+            except ContextOverflowError as exc:
+                if len(batch) > 1:
+                    limit = max(1, len(batch) // 2)  # too long for the model's window: smaller batches from here on
+                    continue
+                done = self.run_batch(batch, through, stop, skip=f"one message is too long for the model ({exc})")
             if done is None:
                 break
             report.batches.append(done)
-            self.facts.compact_if_due()
+            with self._write_lock:
+                if not stop():
+                    self.facts.compact_if_due()
             if progress is not None:
                 progress(through + 1 - first, total)
         return report
@@ -187,7 +190,7 @@ class Consolidator:
         return chosen, committed - 1
 
     def run_batch(self, batch: Sequence[tuple[int, Message]], through_seq: int,
-                  stop: Callable[[], bool] = lambda: False) -> BatchReport | None:
+                  stop: Callable[[], bool] = lambda: False, skip: str | None = None) -> BatchReport | None:
         """Consolidate one batch of messages and log, in one commit, its changes and how far it got; None when
         `stop()` said, once the answers were in, that nothing more may be written (the batch is redone later)."""
         started = time.perf_counter()
@@ -198,6 +201,8 @@ class Consolidator:
         changes: list[FactChange] = []
         self._ended = {}
         try:
+            if skip:
+                raise BatchSkipped(skip)
             if messages:
                 changes = self._changes(messages, group, report)
         except BatchSkipped as exc:
@@ -251,12 +256,15 @@ class Consolidator:
             if action == "NONE":
                 continue
             if action in ("UPDATE", "DELETE") and (old is None or old.id in ended):
-                continue  # another candidate of this batch already ended it
+                if action == "DELETE":
+                    continue  # another candidate of this batch already ended it
+                action, old = "ADD", None  # the fact it replaces was replaced by another candidate: keep both new
             new = None if action == "DELETE" else _fact(candidate, sources)
             kind = {"ADD": "add", "UPDATE": "update", "DELETE": "delete"}[action]
             changes.append(FactChange(kind=kind, by="consolidator", group_id=group, fact=new,  # type: ignore[arg-type]
                                       old_fact_id=old.id if old else None, reason=reason,
-                                      message_ids=tuple(m.id for m in sources)))
+                                      message_ids=tuple(m.id for m in sources),
+                                      valid_at=min(m.created_at for m in sources)))
             if old is not None:
                 ended.add(old.id)
                 self._ended[old.id] = old.text
@@ -282,7 +290,7 @@ class Consolidator:
         if self.settings.mode == "off":
             return
         with self._cond:
-            self._committed = max(self._committed, committed)
+            self._committed = committed  # from the agent's own thread, in order (a rewind lowers it)
             self._turns_waiting += 1
             self._last_turn = time.monotonic()
             self._start()

@@ -116,6 +116,7 @@ class FactChange:
     reason: str = ""
     message_ids: tuple[str, ...] = ()
     through_seq: int | None = None
+    valid_at: datetime | None = None  # when what it says became true (a DELETE ends the fact then); None: `at`
     at: datetime = field(default_factory=utc_now)
     id: str = field(default_factory=lambda: new_id("chg"))
 
@@ -128,7 +129,7 @@ class FactChange:
             "id": self.id, "group_id": self.group_id, "at": self.at, "kind": self.kind, "by": self.by,
             "fact_id": self.fact_id, "old_fact_id": self.old_fact_id, "target_change": self.target_change,
             "fact_json": self.fact.to_json() if self.fact else None, "reason": self.reason,
-            "message_ids": list(self.message_ids), "through_seq": self.through_seq,
+            "message_ids": list(self.message_ids), "through_seq": self.through_seq, "valid_at": self.valid_at,
         }
 
     @classmethod
@@ -137,8 +138,8 @@ class FactChange:
             kind=row["kind"], by=row["by"], group_id=row["group_id"],
             fact=Fact.from_json(row["fact_json"]) if row.get("fact_json") else None,
             old_fact_id=row.get("old_fact_id"), target_change=row.get("target_change"), reason=row.get("reason") or "",
-            message_ids=tuple(row.get("message_ids") or ()), through_seq=row.get("through_seq"), at=row["at"],
-            id=row["id"],
+            message_ids=tuple(row.get("message_ids") or ()), through_seq=row.get("through_seq"),
+            valid_at=row.get("valid_at"), at=row["at"], id=row["id"],
         )
 
 
@@ -166,7 +167,7 @@ def effects(change: FactChange, known: dict[str, Fact]) -> list[Fact]:
         return [new, old.ended("superseded", new.valid_from, change.id, superseded_by=new.id)]
     if change.kind in ("delete", "retract", "prune"):
         status: Status = "retracted" if change.kind == "retract" else "invalidated"
-        return [current(change.old_fact_id).ended(status, change.at, change.id)]
+        return [current(change.old_fact_id).ended(status, change.valid_at or change.at, change.id)]
     raise FactError(f"a change of kind {change.kind!r} changes no fact directly.")
 
 

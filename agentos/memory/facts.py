@@ -105,6 +105,8 @@ class FactTier(Tier):
         self._query_vectors: dict[str, list[float]] = {}  # recent query texts' vectors, oldest first
         self._prompt: tuple[int, float, list[str]] | None = None  # (budget, when, lines) of the facts in the prompt
         self._commits = 0  # commits to the facts tables since they were last compacted
+        self._writes = 0  # fact writes so far: a cached read is kept only if none happened while it was made
+        self._unapplied: str | None = None  # a group whose log rows are written and whose facts are not yet
         self.lock = threading.RLock()  # the consolidator's thread and the agent's own writes take turns
 
     @classmethod
@@ -189,8 +191,10 @@ class FactTier(Tier):
         if (self.ctx.writable and cached is not None and cached[0] == budget
                 and time.monotonic() - cached[1] < PROMPT_LINES_SECONDS):
             return cached[2]
+        writes = self._writes
         lines = self._choose_prompt_lines(budget)
-        self._prompt = (budget, time.monotonic(), lines)
+        if writes == self._writes:  # none landed while they were chosen
+            self._prompt = (budget, time.monotonic(), lines)
         return lines
 
     def _choose_prompt_lines(self, budget: int) -> list[str]:
@@ -235,11 +239,14 @@ class FactTier(Tier):
                 self.commit(rows, tolerate_conflicts=True)
 
     def _seqs(self, message_ids: Sequence[str]) -> list[int]:
-        ids = ", ".join(quote(i) for i in message_ids[:5000])
-        where = f"agent_id = {quote(self.ctx.agent_id)} AND id IN ({ids})"
-        with storage_errors("read messages"):
-            rows = self.ctx.db.table("messages").search().where(where).select(["seq"]).limit(None).to_arrow()
-        return [int(s) for s in rows.column("seq").to_pylist()]
+        seqs: list[int] = []
+        for start in range(0, len(message_ids), 500):
+            ids = ", ".join(quote(i) for i in message_ids[start : start + 500])
+            where = f"agent_id = {quote(self.ctx.agent_id)} AND id IN ({ids})"
+            with storage_errors("read messages"):
+                rows = self.ctx.db.table("messages").search().where(where).select(["seq"]).limit(None).to_arrow()
+            seqs += [int(s) for s in rows.column("seq").to_pylist()]
+        return seqs
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Re-embed every version of every fact with `embedder`, in a new table that replaces the old one."""
@@ -270,11 +277,17 @@ class FactTier(Tier):
     # -- reading -------------------------------------------------------------------------------
 
     def count_current(self) -> int:
-        if self._current is None or not self.ctx.writable:
-            table = self._reading()
-            with storage_errors("count facts"):
-                self._current = int(table.count_rows(CURRENT)) if table is not None else 0
-        return self._current
+        """Current facts; a writer counts once, then after each write (a count made while a write landed is not
+        kept)."""
+        if self._current is not None and self.ctx.writable:
+            return self._current
+        writes = self._writes
+        table = self._reading()
+        with storage_errors("count facts"):
+            count = int(table.count_rows(CURRENT)) if table is not None else 0
+        if writes == self._writes:
+            self._current = count
+        return count
 
     def _rows(self, where: str | None) -> list[Fact]:
         table = self._reading()
@@ -494,6 +507,7 @@ class FactTier(Tier):
         `tolerate_conflicts`, is left out."""
         self.ctx.check_writable("change fact memory")
         with self.lock:
+            self._finish_unapplied()
             touched = [c.old_fact_id for c in changes] + [c.fact_id for c in changes]
             targets = {c.target_change: self.change(c.target_change) for c in changes if c.target_change}
             touched += [i for t in targets.values() for i in (t.fact_id, t.old_fact_id)]
@@ -521,6 +535,9 @@ class FactTier(Tier):
         return made
 
     def _write(self, changes: list[FactChange], facts: list[Fact]) -> None:
+        """The log rows (the commit point), then the facts. Everything that can fail before the commit point
+        (embedding, above all) is done first; a failure after it leaves the group to finish before the next one."""
+        data = self._fact_rows(facts) if facts else None
         db = self.ctx.db
         with storage_errors("write fact memory"):
             db.check_writable(self.changes_name)
@@ -529,23 +546,35 @@ class FactTier(Tier):
         progress = [c for c in changes if c.kind in PROGRESS_KINDS and c.through_seq is not None]
         if progress:
             self._watermark = progress[-1].through_seq
-        self._apply(facts)
+        if data is not None:
+            self._unapplied = changes[0].group_id
+            self._apply(data)
+            self._unapplied = None
 
-    def _apply(self, facts: list[Fact]) -> None:
-        """Write fact rows whole, new or changed, in one merge (doing it twice changes nothing)."""
-        if not facts:
-            return
+    def _finish_unapplied(self) -> None:
+        """Apply the facts of a group whose log rows are written but whose facts failed to be (a storage error)."""
+        if self._unapplied is not None:
+            self.repair()
+            self._unapplied = None
+
+    def _fact_rows(self, facts: list[Fact]) -> pa.Table:
+        """The rows of `facts`, whole, with their vectors, in the table's schema."""
         table = self.table
         schema = table.schema
         rows = [f.row(self.embedder.name) for f in facts]
         data = pa.Table.from_pylist(rows, schema=pa.schema([schema.field(n) for n in schema.names if n != "vector"]))
         if self.embedder.enabled:
             data = data.append_column(schema.field("vector"), vector_array(self._vectors(facts)))
+        return data.select(schema.names).cast(schema)
+
+    def _apply(self, data: pa.Table) -> None:
+        """Write fact rows whole, new or changed, in one merge (doing it twice changes nothing)."""
+        table = self.table
         with storage_errors("write fact memory"):
             self.ctx.db.check_writable(self.table_name)
-            (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-             .execute(data.select(schema.names).cast(schema)))
+            table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
         self._current, self._exists, self._prompt = None, True, None
+        self._writes += 1
         self._commits += 1
         self.ctx.wrote(self.table_name)
 
@@ -614,7 +643,8 @@ class FactTier(Tier):
                 continue  # already applied (a later part of the group was written)
             for fact in rows:
                 known[fact.id] = written[fact.id] = fact
-        self._apply(list(written.values()))
+        if written:
+            self._apply(self._fact_rows(list(written.values())))
         return len(written)
 
     # -- people's decisions --------------------------------------------------------------------
@@ -622,6 +652,7 @@ class FactTier(Tier):
     def correct(self, fact_id: str, text: str, reason: str = "") -> FactChange:
         """The user's correction: a new version of the fact, which supersedes the old one."""
         text = valid_text(" ".join((text or "").split()))
+        reason = valid_text(reason)
         if not text:
             raise FactError("the corrected text is empty; give the fact as it should read.")
         old = self.require(fact_id)

@@ -176,6 +176,7 @@ FACT_CHANGES_SCHEMA = _versioned(
         pa.field("reason", pa.string()),
         pa.field("message_ids", pa.list_(pa.string())),
         pa.field("through_seq", pa.int64()),  # progress rows: every message up to this seq is consolidated
+        pa.field("valid_at", TIMESTAMP),  # when what it says became true (its messages' time); null: when it was made
     ],
     FACT_CHANGES_VERSION,
 )
