@@ -56,6 +56,13 @@ class FactSettings(BaseModel):
     prompt_tokens: int = Field(0, ge=0)  # the most relevant facts about the user in the prompt, in this budget (0: off)
 
 
+class SearchSettings(BaseModel):
+    """How conversation_search ranks: which paths it fuses, and their weights (see memory.recall_paths)."""
+
+    paths: list[str] = Field(default_factory=lambda: ["keyword", "vector"])
+    weights: dict[str, float] = Field(default_factory=dict)  # by path; a path not named here has its default weight
+
+
 class AgentSettings(BaseModel):
     """Per-agent settings a user may change."""
 
@@ -74,6 +81,7 @@ class AgentSettings(BaseModel):
     # The instructions, word for word, in place of the rendered system.j2 (an imported Letta agent keeps its own).
     system_prompt: ValidText | None = None
     facts: FactSettings = Field(default_factory=FactSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
 
 
 class AgentState(BaseModel):

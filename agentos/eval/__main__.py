@@ -17,6 +17,17 @@ def categories(text: str) -> tuple[int, ...]:
     return chosen
 
 
+def paths(text: str) -> tuple[str, ...]:
+    """'keyword,time' -> ('keyword', 'time'), each a known search path."""
+    from agentos.memory.recall_paths import PATHS
+
+    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [p for p in chosen if p not in PATHS]
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"search paths are among {', '.join(PATHS)}, separated by commas, not {text!r}")
+    return chosen
+
+
 def positive(text: str) -> int:
     """A whole number above 0."""
     if not text.isdigit() or int(text) < 1:
@@ -50,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", default="none", help="none (BM25 only), hash:384, st/all-MiniLM-L6-v2, openai/...")
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--home", help="data home for the loaded agents (default: a temp dir, removed after)")
+    p.add_argument("--paths", type=paths, default=None,
+                   help="the search paths to fuse, e.g. keyword,variants,time,graph,neighbours (default: the agent's)")
+    p.add_argument("--ablation", action="store_true",
+                   help="every path alone, then cumulative, with gains over keywords alone (95%% paired bootstrap)")
     add_qa(sub)
     args = parser.parse_args(argv)
     if args.suite == "locomo-qa":
@@ -62,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                               embedder=args.embedder))
     from agentos.eval.locomo import run
 
-    return run(args.path, embedder=args.embedder, limit=args.limit, home=args.home)
+    return run(args.path, embedder=args.embedder, limit=args.limit, home=args.home, paths=args.paths,
+               ablation=args.ablation)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,12 @@ def turn_messages(sample: dict[str, Any]) -> list[Message]:
 def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Agent:
     """An agent whose recall holds the conversation, written in batched commits."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "-", f"locomo-{sample['sample_id']}")
-    agent = Agent.create(name, provider=ScriptedProvider([]), settings=AgentSettings(embedder=embedder), store=store)
+    from agentos.agent.state import SearchSettings
+    from agentos.memory.recall_paths import PATHS
+
+    every = [p for p in PATHS if p != "vector" or embedder != "none"]  # each path's tables are built (the graph's)
+    agent = Agent.create(name, provider=ScriptedProvider([]), store=store,
+                         settings=AgentSettings(embedder=embedder, search=SearchSettings(paths=every)))
     messages = turn_messages(sample)
     for start in range(0, len(messages), 500):
         agent.add_history(messages[start : start + 500])
@@ -81,47 +87,118 @@ def score(ranked: list[str], evidence: set[str]) -> dict[str, float]:
     }
 
 
-def run(path: str, *, embedder: str = "none", limit: int | None = None, home: str | None = None) -> int:
+@dataclass
+class Config:
+    """One way of searching: the paths fused, and what it scored."""
+
+    paths: tuple[str, ...] | None  # None: the agent's default paths
+    scores: dict[int, list[dict[str, float]]] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return "+".join(self.paths) if self.paths else "default"
+
+    def overall(self) -> list[dict[str, float]]:
+        return [r for c in (1, 2, 3, 4) for r in self.scores.get(c, [])]
+
+
+def ablation_configs(available: list[str]) -> list[Config]:
+    """Each path alone, then cumulative in PATHS order (keyword first)."""
+    alone = [Config((p,)) for p in available]
+    cumulative = [Config(tuple(available[: i + 1])) for i in range(1, len(available))]
+    return alone + cumulative
+
+
+def compact(store: Store, agent: Agent) -> None:
+    """Compact every table the conversation wrote and fold its rows into the indexes, so that figures do not
+    depend on whether background maintenance has run."""
+    for table in ["messages", *agent.tiers.table_names()]:
+        store.db.optimize(table)
+
+
+def run(path: str, *, embedder: str = "none", limit: int | None = None, home: str | None = None,
+        paths: tuple[str, ...] | None = None, ablation: bool = False) -> int:
+    from agentos.memory.recall_paths import PATHS
+    from agentos.tokens import EstimateCounter
+
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
     store = Store(root / "db")
-    rows: dict[int, list[dict[str, float]]] = {}
+    available = [p for p in PATHS if p != "vector" or embedder != "none"]
+    from agentos.agent.state import SearchSettings
+
+    default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
+    configs = ablation_configs(available) if ablation else [Config(paths or default)]
     baseline: dict[int, list[dict[str, float]]] = {}  # the same questions by BM25 alone, when an embedder is set
-    latencies: list[float] = []
+    counter = EstimateCounter()
     load_s = 0.0
     try:
         for sample in data:
             t = time.perf_counter()
             agent = load_conversation(store, sample, embedder)
+            compact(store, agent)
             load_s += time.perf_counter() - t
             prefix = f"{sample['sample_id']}|"
-            keywords = None if embedder == "none" else keyword_recall(store, agent.id)
+            now = max(m.created_at for m in turn_messages(sample))  # questions are asked after the conversation
+            keywords = None if embedder == "none" or ablation else keyword_recall(store, agent.id)
+            recall = agent.tier(RecallTier)
             for qa in sample["qa"]:
                 evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
                 if not evidence:
                     continue
-                t = time.perf_counter()
-                page = agent.tier(RecallTier).search(qa["question"], page_size=K)
-                latencies.append((time.perf_counter() - t) * 1000)
-                ranked = [h.id.removeprefix(prefix) for h in page.hits]
-                rows.setdefault(int(qa["category"]), []).append(score(ranked, evidence))
+                category = int(qa["category"])
+                for config in configs:
+                    t = time.perf_counter()
+                    page = recall.search(qa["question"], page_size=K, paths=config.paths, now=now)
+                    config.latencies.append((time.perf_counter() - t) * 1000)
+                    config.tokens.append(sum(counter.count(h.text) for h in page.hits[:5]))  # the first page shown
+                    ranked = [h.id.removeprefix(prefix) for h in page.hits]
+                    config.scores.setdefault(category, []).append(score(ranked, evidence))
                 if keywords is not None:
                     alone = [h.id.removeprefix(prefix) for h in keywords.search(qa["question"], page_size=K).hits]
-                    baseline.setdefault(int(qa["category"]), []).append(score(alone, evidence))
+                    baseline.setdefault(category, []).append(score(alone, evidence))
         store.close()
     finally:
         if not home:
             shutil.rmtree(root, ignore_errors=True)
-    print(f"LoCoMo retrieval: {len(data)} conversations, embedder {embedder!r}, load {load_s:.1f} s; "
+    main = configs[0] if not ablation else configs[-1]
+    latencies = main.latencies
+    print(f"LoCoMo retrieval: {len(data)} conversations, embedder {embedder!r}, paths {main.label}, load {load_s:.1f} s; "
           f"search p50 {statistics.median(latencies):.1f} ms, p95 {sorted(latencies)[int(0.95 * len(latencies))]:.1f} ms")
-    print(f"{'category':<18}{'n':>5}{'hit@1':>8}{'hit@5':>8}{'hit@10':>8}{'ev.rec@10':>11}{'MRR':>7}")
-    for cat in sorted(rows):
-        _line(f"{cat} {CATEGORIES.get(cat, '')}", rows[cat])
-    _line("overall (1-4)", [r for c in (1, 2, 3, 4) for r in rows.get(c, [])])
+    _table(main)
+    if ablation:
+        _ablation(configs)
     if baseline:
-        _compare([r for c in (1, 2, 3, 4) for r in rows.get(c, [])],
-                 [r for c in (1, 2, 3, 4) for r in baseline.get(c, [])])
+        _compare(main.overall(), [r for c in (1, 2, 3, 4) for r in baseline.get(c, [])])
     return 0
+
+
+def _table(config: Config) -> None:
+    print(f"{'category':<18}{'n':>5}{'hit@1':>8}{'hit@5':>8}{'hit@10':>8}{'ev.rec@10':>11}{'MRR':>7}")
+    for cat in sorted(config.scores):
+        _line(f"{cat} {CATEGORIES.get(cat, '')}", config.scores[cat])
+    _line("overall (1-4)", config.overall())
+
+
+def _ablation(configs: list[Config]) -> None:
+    """hit@10 per category and overall for every configuration, with its gain over keywords alone (95% paired
+    bootstrap), search latency and the tokens of the first page the model would see."""
+    base = next(c for c in configs if c.paths == ("keyword",))
+    print("\nablation: each path alone, then cumulative; hit@10 (gain over keyword alone, 95% paired bootstrap)")
+    head = "".join(f"{CATEGORIES[c][:10]:>11}" for c in (1, 2, 3, 4))
+    print(f"{'paths':<44}{head}{'overall':>9}{'gain [95%]':>24}{'MRR':>7}{'p50 ms':>8}{'p95 ms':>8}{'tokens':>8}")
+    for config in configs:
+        cats = "".join(f"{statistics.mean(r['hit@10'] for r in config.scores.get(c, [])) if config.scores.get(c) else 0:>11.3f}"
+                       for c in (1, 2, 3, 4))
+        overall = config.overall()
+        hit = statistics.mean(r["hit@10"] for r in overall)
+        gain, low, high = paired_gain([r["hit@10"] for r in overall], [r["hit@10"] for r in base.overall()])
+        mrr = statistics.mean(r["mrr"] for r in overall)
+        lat = sorted(config.latencies)
+        print(f"{config.label:<44}{cats}{hit:>9.3f}{f'{gain:+.3f} [{low:+.3f}, {high:+.3f}]':>24}{mrr:>7.3f}"
+              f"{statistics.median(lat):>8.1f}{lat[int(0.95 * len(lat))]:>8.1f}{statistics.mean(config.tokens):>8.0f}")
 
 
 def paired_gain(ours: list[float], theirs: list[float], resamples: int = 2000) -> tuple[float, float, float]:

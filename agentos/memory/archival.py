@@ -188,7 +188,7 @@ class ArchivalTier(Tier):
             "content_hash": [d for _, d in fresh], "embedder": [self.embedder.name] * n,
         }
         if self.embedder.enabled:
-            columns["vector"] = vector_array(self.embedder.embed(columns["text"]))
+            columns["vector"] = vector_array(self.embedder.embed_documents(columns["text"]))
         stored = self.count()
         self.ctx.db.add(self.table_name, pa.Table.from_pydict(columns, schema=self.table.schema))
         result.ids = columns["id"]
@@ -301,7 +301,7 @@ class ArchivalTier(Tier):
 
     def nearest(self, query: str, k: int = 10, *, exact: bool = False) -> list[str]:
         """Ids of the k nearest passages by vector alone (exact=True bypasses the ANN index)."""
-        vector = self.embedder.embed([query])[0].tolist()
+        vector = self.embedder.embed_query([query])[0].tolist()
         if not exact:
             reads = self.ctx.db.reads
             (rows,) = reads.gather(nearest_rows(reads.handle(self.table_name), vector, None, k))

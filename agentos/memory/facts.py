@@ -587,8 +587,9 @@ class FactTier(Tier):
             where = f"id IN ({', '.join(quote(i) for i in ids)})"
             for r in self.table.search().where(where).select(["id", "vector"]).limit(None).to_arrow().to_pylist():
                 stored[r["id"]] = r["vector"]
-        fresh = sorted({f.text for f in facts if f.id not in stored and f.text not in self._query_vectors})
-        embedded = dict(zip(fresh, self.embedder.embed(fresh))) if fresh else {}
+        reuse = self._query_vectors if self.embedder.symmetric else {}  # a query vector is a document's only then
+        fresh = sorted({f.text for f in facts if f.id not in stored and f.text not in reuse})
+        embedded = dict(zip(fresh, self.embedder.embed_documents(fresh))) if fresh else {}
         rows = [stored[f.id] if f.id in stored else embedded.get(f.text, self._query_vectors.get(f.text))
                 for f in facts]
         return np.asarray(rows, dtype=np.float32).reshape(len(facts), self.embedder.dim)

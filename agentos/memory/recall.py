@@ -7,17 +7,27 @@ owns their vectors (`recall_vectors_<agent>`) and the `conversation_search` tool
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
+from agentos.memory.recall_paths import (
+    DEFAULT_WEIGHTS,
+    Lists,
+    chosen_paths,
+    dated_ids,
+    neighbour_ids,
+    time_read,
+    variant_reads,
+    vector_read,
+)
 from agentos.memory.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
-    VECTOR_CANDIDATES,
     Hit,
     Page,
     as_utc,
@@ -27,13 +37,12 @@ from agentos.memory.search import (
     date_range,
     format_page,
     fts_rows,
-    fuse,
-    nearest_rows,
     query_vector,
+    rrf,
 )
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
-from agentos.messages import Message
+from agentos.messages import Message, utc_now
 from agentos.storage.db import quote, replace_table, storage_errors
 from agentos.storage.records import embed_text
 from agentos.storage.schemas import recall_vectors_schema
@@ -153,7 +162,7 @@ class RecallTier(Tier):
         columns = {
             "id": [m.id for m, _ in todo], "role": [m.role for m, _ in todo],
             "created_at": [m.created_at for m, _ in todo],
-            "vector": vector_array(self.embedder.embed([t for _, t in todo])),
+            "vector": vector_array(self.embedder.embed_documents([t for _, t in todo])),
         }
         return pa.Table.from_pydict(columns, schema=self.vectors.schema)
 
@@ -176,8 +185,12 @@ class RecallTier(Tier):
         start: Any = None,
         end: Any = None,
         roles: Sequence[str] | None = None,
+        paths: Collection[str] | None = None,
+        now: datetime | None = None,
     ) -> Page:
-        """Ranked messages (hybrid RRF, or BM25 alone); an empty query with dates lists by time."""
+        """Ranked messages: the `paths` (default: the agent's search settings) fused by weighted reciprocal rank
+        (see memory.recall_paths); an empty query with dates lists by time. `now` resolves "last week" (default:
+        the current time)."""
         query = clean_query(query)
         start, end = (None if m is None else as_utc(m) for m in (start, end))
         where = self._where(start, end, roles, with_agent=True)
@@ -195,22 +208,69 @@ class RecallTier(Tier):
                 known: dict[str, dict[str, Any]] = {}
                 capped = False
             else:
-                table = self.vectors
-                vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
-                vwhere = self._where(start, end, roles, with_agent=False)
-                reads = self.ctx.db.reads
-                vectors = None if vector is None else reads.handle(vectors_table_name(self.agent_id))
-                rows, near = reads.gather(  # keyword and vector search run at once
-                    fts_rows(reads.handle("messages"), query, "search_text", where, MAX_CANDIDATES, _SHOWN),
-                    None if vectors is None or vector is None else nearest_rows(
-                        vectors, vector, None if vwhere == "true" else vwhere, VECTOR_CANDIDATES),
-                )
-                capped = len(rows) >= MAX_CANDIDATES
-                known = {r["id"]: r for r in rows}
-                ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
+                used = chosen_paths(paths, self._setting("paths", ["keyword", "vector"]))
+                weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
+                lists, note = self._lists(query, where, self._where(start, end, roles, with_agent=False), used,
+                                          now or utc_now())
+                capped, known = lists.capped, lists.rows
+                ranked = lists.fused(weights)
+                if "neighbours" in used and ranked:
+                    seqs = {key: int(r["seq"]) for key, r in known.items() if r.get("seq") is not None}
+                    lists.ranked["neighbours"] = neighbour_ids(ranked, seqs, lambda s: self._ids_at(s, where))
+                    ranked = lists.fused(weights)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(chosen, known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
+
+    def _setting(self, name: str, default: Any) -> Any:
+        search = getattr(self.ctx.settings(), "search", None) if self.ctx.settings else None
+        return getattr(search, name, default) if search is not None else default
+
+    def _lists(self, query: str, where: str, vwhere: str, chosen: set[str], now: datetime) -> tuple[Lists, str | None]:
+        """Every chosen path's ranked list; the reads run at once. A tier's list that fails is left out."""
+        table = self.vectors if "vector" in chosen else None
+        vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
+        reads = self.ctx.db.reads
+        messages = reads.handle("messages")
+        vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
+        variant = variant_reads(messages, query, where, _SHOWN) if "variants" in chosen else []
+        found = reads.gather(
+            fts_rows(messages, query, "search_text", where, MAX_CANDIDATES, _SHOWN) if "keyword" in chosen else None,
+            vector_read(vectors, vector, None if vwhere == "true" else vwhere),
+            time_read(messages, query, where, now, _SHOWN) if "time" in chosen else None,
+            *variant,
+        )
+        lists = Lists()
+        lists.add("keyword", found[0])
+        lists.capped = len(found[0] or []) >= MAX_CANDIDATES
+        lists.add("vector", found[1], keep_rows=False)
+        lists.add("time", found[2])
+        if "time" in chosen and found[2] is None and found[0]:
+            dated = dated_ids(query, found[0])
+            if dated:
+                lists.ranked["time"] = dated
+        if variant:
+            for rows in found[3:]:
+                lists.add("variants", rows)  # rows kept; the ids are fused below
+            lists.ranked["variants"] = [key for key, _ in rrf([[r["id"] for r in rows] for rows in found[3:]])]
+        for tier in self.ctx.rankers() if self.ctx.rankers else []:
+            if tier.name in chosen:
+                try:
+                    ranked = tier.ranked_messages(query, MAX_CANDIDATES)
+                except Exception as exc:  # noqa: BLE001 - a failing path is left out; search still answers
+                    log.warning("%s search left out: %s", tier.name, exc)
+                    ranked = None
+                if ranked:
+                    lists.ranked[tier.name] = list(ranked)
+        return lists, note
+
+    def _ids_at(self, seqs: list[int], where: str) -> dict[int, str]:
+        """The ids of the searchable messages at these seqs (that `where` keeps)."""
+        if not seqs:
+            return {}
+        clause = f"{where} AND search_text IS NOT NULL AND seq IN ({', '.join(str(int(s)) for s in seqs)})"
+        rows = self.ctx.db.table("messages").search().where(clause).select(["id", "seq"]).limit(len(seqs))
+        return {int(r["seq"]): r["id"] for r in rows.to_arrow().to_pylist()}
 
     def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
         by_id = {key: known[key] for key, _ in chosen if key in known}

@@ -232,7 +232,7 @@ def nearest_rows(table: Any, vector: list[float], where: str | None, limit: int,
 def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | None]:
     """The query's vector; when the embedding service fails, None and a note (search falls back to keywords)."""
     try:
-        return embedder.embed([query])[0].tolist(), None
+        return embedder.embed_query([query])[0].tolist(), None
     except EmbedderError as exc:
         return None, f"Meaning-based search is unavailable ({exc}); these are keyword matches only."
 

@@ -46,6 +46,7 @@ class TierContext:
     guard: Callable[[], None] | None = None  # raises unless the agent may be written now (its lease is held)
     on_write: Callable[[str], None] | None = None  # told the table name after a write outside a step
     settings: Callable[[], Any] | None = None  # the agent's settings now (AgentSettings), for tiers with their own
+    rankers: Callable[[], list[Any]] | None = None  # the agent's tiers that rank messages for recall search
 
     def check_writable(self, what: str) -> None:
         if not self.writable:
@@ -101,6 +102,11 @@ class Tier(ABC):
         """Take back what this tier stored after `to` that no message holds (rows made for messages go with
         `discard`); return how many items were removed."""
         return 0
+
+    def ranked_messages(self, query: str, limit: int) -> list[str] | None:
+        """Message ids this tier ranks for a recall search, best first (None: it ranks none). The entity graph does;
+        recall fuses the list under the tier's name."""
+        return None
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Rebuild what depends on the embedder with `embedder`; return how many items were re-embedded."""

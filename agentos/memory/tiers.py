@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from agentos.errors import StorageError, ToolError
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.embedders import Embedder, resolve_embedder
+from agentos.memory.entity_graph import EntityGraphTier
 from agentos.memory.facts import FactTier
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import MemoryStats, Rows, Tier, TierContext
@@ -23,7 +24,7 @@ from agentos.tools.decorator import Tool
 
 T = TypeVar("T")
 
-TIER_KINDS: list[type[Tier]] = [RecallTier, ArchivalTier, FactTier]
+TIER_KINDS: list[type[Tier]] = [RecallTier, ArchivalTier, FactTier, EntityGraphTier]
 
 
 def register_tier(kind: type[Tier]) -> type[Tier]:
@@ -48,8 +49,12 @@ class Tiers:
         self.embedder_spec = embedder_spec
         self._embedder: Embedder | None = None
         ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, writable=writable, guard=check_writable,
-                          on_write=on_write, settings=settings)
+                          on_write=on_write, settings=settings, rankers=self.rankers)
         self._tiers = [kind(ctx) for kind in TIER_KINDS]
+
+    def rankers(self) -> list[Tier]:
+        """The tiers that rank messages for recall search (their `ranked_messages` is their own)."""
+        return [t for t in self._tiers if type(t).ranked_messages is not Tier.ranked_messages]
 
     def embedder(self) -> Embedder:
         if self._embedder is None:

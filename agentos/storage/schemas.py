@@ -196,3 +196,32 @@ def schema_version(schema: pa.Schema) -> int:
     """The agentos schema version a table was written with (0 if unstamped)."""
     raw = (schema.metadata or {}).get(SCHEMA_VERSION_KEY)
     return int(raw) if raw else 0
+
+
+ENTITY_LINKS_VERSION = 1
+ENTITY_LINKS_SCHEMA = _versioned(  # one agent's entity graph: which message names which entity (written with steps)
+    [
+        pa.field("entity_key", pa.string(), nullable=False),
+        pa.field("message_id", pa.string(), nullable=False),
+        pa.field("created_at", TIMESTAMP, nullable=False),  # the message's time
+        pa.field("role", pa.string(), nullable=False),  # the message's role
+        pa.field("name", pa.string(), nullable=False),  # the words that named the entity there
+        pa.field("kind", pa.string(), nullable=False),  # speaker, relation, title, organisation, place, event, name
+        pa.field("certain", pa.bool_(), nullable=False),  # false: a lone capitalised word that starts a sentence
+    ],
+    ENTITY_LINKS_VERSION,
+)
+
+ENTITIES_VERSION = 1
+ENTITIES_SCHEMA = _versioned(  # one row per entity: a summary of its links, rebuilt from them when out of date
+    [
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("name", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("aliases", pa.list_(pa.string())),  # other names it was given, and "user"/"agent" for a speaker
+        pa.field("mentions", pa.int64(), nullable=False),  # messages that name it
+        pa.field("first_seen", TIMESTAMP, nullable=False),
+        pa.field("last_seen", TIMESTAMP, nullable=False),
+    ],
+    ENTITIES_VERSION,
+)

@@ -1,0 +1,106 @@
+"""The ranked lists recall search fuses: keywords, the question's rewritten variants, meaning, time, the entity
+graph, and neighbouring turns. Each path gives message ids best first; weighted reciprocal-rank fusion joins any
+number of them, so a path that finds nothing costs nothing, and one that fails is left out.
+
+Paths (names used in settings and by the eval's ablation):
+- keyword: BM25 over the question;
+- variants: BM25 over its content words and its names (memory.query);
+- vector: nearest neighbours by meaning (with an embedder);
+- time: a temporal expression in the question, resolved against the agent's time, ranks the messages in that range
+  (BM25 within it): a boost, never a filter; a question that asks when ranks the keyword hits that say when;
+- graph: messages linked to the entities of the question, with one- and two-hop expansion (when the entity graph
+  tier is installed);
+- neighbours: the turns just before and after the best hits, where an answer often is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agentos.memory.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clauses, fts_rows, nearest_rows, rrf
+
+PATHS = ("keyword", "variants", "vector", "time", "graph", "neighbours")
+DEFAULT_WEIGHTS = {"keyword": 1.0, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5, "neighbours": 0.3}
+NEIGHBOUR_SOURCES = 10  # the best fused hits whose neighbouring turns form the neighbours list
+
+
+@dataclass
+class Lists:
+    """Ranked id lists by path, and the rows already read for some of the ids."""
+
+    ranked: dict[str, list[str]] = field(default_factory=dict)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    capped: bool = False
+
+    def add(self, path: str, rows: Sequence[dict[str, Any]] | None, *, keep_rows: bool = True) -> None:
+        if rows is None:
+            return
+        self.ranked[path] = [r["id"] for r in rows]
+        if keep_rows:
+            for r in rows:
+                self.rows.setdefault(r["id"], r)
+
+    def fused(self, weights: dict[str, float]) -> list[tuple[str, float]]:
+        paths = [p for p in PATHS if p in self.ranked]
+        return rrf([self.ranked[p] for p in paths], [weights.get(p, 1.0) for p in paths])
+
+
+def variant_reads(handle: Any, question: str, where: str, columns: Sequence[str]) -> list[Any]:
+    """BM25 reads of the question's variants (content words, names), to gather with the others."""
+    from agentos.memory.query import variants
+
+    return [fts_rows(handle, v, "search_text", where, MAX_CANDIDATES, columns) for v in variants(question)]
+
+
+def time_read(handle: Any, question: str, where: str, now: datetime, columns: Sequence[str]) -> Any | None:
+    """A BM25 read restricted to the range a temporal expression in the question names, or None without one."""
+    from agentos.memory.temporal import resolve_time, without_time
+
+    hint = resolve_time(question, now)
+    if hint is None:
+        return None
+    words = without_time(question).strip() or question
+    ranged = " AND ".join([where, *date_clauses("created_at", hint.start, hint.end)])
+    return fts_rows(handle, words, "search_text", ranged, MAX_CANDIDATES, columns)
+
+
+def dated_ids(question: str, rows: Sequence[dict[str, Any]]) -> list[str] | None:
+    """For a question that asks when: the keyword hits that say when something happened (a temporal expression
+    that resolves against the message's own time), in their keyword order; None for other questions."""
+    from agentos.memory.temporal import asks_when, resolve_time
+
+    if not asks_when(question):
+        return None
+    return [r["id"] for r in rows if r.get("content") and resolve_time(r["content"], r["created_at"]) is not None]
+
+
+def vector_read(handle: Any, vector: list[float] | None, where: str | None) -> Any | None:
+    return None if handle is None or vector is None else nearest_rows(handle, vector, where, VECTOR_CANDIDATES)
+
+
+def neighbour_ids(fused: list[tuple[str, float]], seqs: dict[str, int], by_seq: Callable[[list[int]], dict[int, str]],
+                  sources: int = NEIGHBOUR_SOURCES) -> list[str]:
+    """The turns just before and after the best `sources` fused hits, in the order of the hits they neighbour."""
+    best = [key for key, _ in fused[:sources] if key in seqs]
+    wanted = [s for key in best for s in (seqs[key] + 1, seqs[key] - 1) if s >= 0]
+    found = by_seq(sorted(set(wanted)))
+    out: list[str] = []
+    seen = set(best)
+    for seq in wanted:
+        key = found.get(seq)
+        if key is not None and key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
+
+
+def chosen_paths(paths: Collection[str] | None, defaults: Collection[str]) -> set[str]:
+    """The paths a search uses: those asked for, else the agent's defaults; unknown names are an error."""
+    chosen = set(defaults if paths is None else paths)
+    unknown = chosen - set(PATHS)
+    if unknown:
+        raise ValueError(f"unknown search path(s) {', '.join(sorted(unknown))}: use {', '.join(PATHS)}")
+    return chosen
