@@ -2,6 +2,8 @@
 
     python benchmarks/recall_search.py --messages 100000 --embedder none
     python benchmarks/recall_search.py --messages 100000 --embedder hash:384
+    python benchmarks/recall_search.py --messages 100000 --paths keyword,time,neighbours   # also these paths,
+                                                                        # query by query beside the default
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def main() -> int:
     parser.add_argument("--embedder", default="none")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--turns", type=int, default=200, help="turns appended for the freshness figure")
+    parser.add_argument("--paths", help="also measure these search paths (comma-separated), interleaved with the "
+                                        "default ones")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
     os.environ["AGENTOS_HOME"] = str(root)
@@ -67,11 +71,20 @@ def main() -> int:
         queries = [" ".join(rng.sample(t.split(), min(4, len(t.split())))) for t in rng.sample(texts, args.queries)]
         for q in queries[:5]:
             recall.search(q)
-        lat = []
+        lat, other = [], []
+        paths = args.paths.split(",") if args.paths else None
         for q in queries:
             t = time.perf_counter()
             recall.search(q)
             lat.append((time.perf_counter() - t) * 1000)
+            if paths:
+                t = time.perf_counter()
+                recall.search(q, paths=paths)
+                other.append((time.perf_counter() - t) * 1000)
+        if paths:
+            print(f"conversation_search @ {args.messages:,} with paths {'+'.join(paths)}: p50 "
+                  f"{statistics.median(other):.1f} ms, p95 {pct(other, .95):.1f} ms (interleaved with the default's)",
+                  flush=True)
         dated = []
         for q in queries[:50]:
             t = time.perf_counter()
