@@ -12,6 +12,7 @@ messages.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -211,21 +212,23 @@ def export_af(store: Store, name: str, path: str | Path) -> AfExportReport:
     return report
 
 
+def _counted(count: Callable[[], int]) -> int:
+    """A tier's count for the report; 0 when its storage cannot be read (the export goes on without the line)."""
+    try:
+        return count()
+    except AgentOSError:
+        return 0
+
+
 def _cannot_carry(agent: Any, state: AgentState, report: AfExportReport, archival_kind: type) -> None:
     """What the v2 format has no place for: archival passages, facts, the edit log, agentos-only settings."""
-    try:
-        passages = agent.tier(archival_kind).count()
-    except AgentOSError:
-        passages = 0
+    from agentos.memory.facts import FactTier
+
+    passages = _counted(lambda: agent.tier(archival_kind).count())
     if passages:
         report.not_exported.append(f"{_plural(passages, 'archival passage')} (a Letta agent file holds no archival "
                                    f"memory; agentos export NAME keeps them)")
-    from agentos.memory.facts import FactTier
-
-    try:
-        facts = agent.tier(FactTier).count_current()
-    except AgentOSError:
-        facts = 0
+    facts = _counted(lambda: agent.tier(FactTier).count_current())
     if facts:
         report.not_exported.append(f"fact memory ({_plural(facts, 'current fact')}, with their history; a Letta agent "
                                    f"file has no place for them; agentos export NAME keeps them)")
