@@ -119,11 +119,12 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     from agentos.memory.recall import RecallTier
+    from agentos.memory.recall_paths import MATCHING_PATHS
 
     agent = _load(args.name)
     start, end = _dates(args)
     page = agent.tier(RecallTier).search(args.query, page=args.page, page_size=args.size, start=start, end=end,
-                                         roles=args.role or None)
+                                         roles=args.role or None, paths=MATCHING_PATHS)
     _page(page, "messages", args.query)
     return 0
 

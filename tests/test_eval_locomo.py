@@ -57,16 +57,16 @@ def test_eval_command_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFix
     assert float(overall.split()[5]) == 1.0  # hit@10 on a three-turn conversation
 
 
-def test_with_an_embedder_the_eval_compares_hybrid_with_bm25_alone(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_with_an_embedder_the_eval_compares_search_with_and_without_vectors(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "mini.json"
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
     assert main(["locomo", str(path), "--embedder", "hash:64"]) == 0
     out = capsys.readouterr().out
-    assert "hybrid vs BM25 alone" in out
+    assert "with vectors vs without" in out
     gain = next(line for line in out.splitlines() if line.strip().startswith("hit@10"))
     assert gain.split()[1] == "+0.000"  # both find every evidence turn of a three-turn conversation
-    assert "hybrid only: 0 questions; for BM25 only: 0" in out
+    assert "with vectors only: 0 questions; without only: 0" in out
 
 
 def test_paired_gain_interval() -> None:

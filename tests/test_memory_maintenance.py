@@ -121,5 +121,5 @@ def test_many_short_sessions_leave_the_tables_compact_and_lose_nothing(monkeypat
     assert [m.content for m in reloaded.context][-2:] == ["short message 23 about the garden", "reply 23"]
     from agentos.memory.recall import RecallTier
 
-    found = reloaded.tier(RecallTier).search("garden", page_size=50)
+    found = reloaded.tier(RecallTier).search("garden", page_size=50, paths=["keyword"])
     assert found.total == 24  # every user message, searchable after the compactions

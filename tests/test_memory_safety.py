@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentos.agent.agent import Agent
+from agentos.agent.state import SearchSettings
 from agentos.storage.db import quote
 from tests.memory_helpers import archival, call, make_agent, say
 
@@ -48,7 +49,8 @@ def test_queries_and_tags_are_data_not_sql(value: str, indexed: bool) -> None:
 
 @pytest.mark.parametrize("query", ['"only"', 'the "only message', '"" only ""', "only:message AND"])
 def test_quotes_and_operators_in_a_query_are_words_to_match(query: str) -> None:
-    agent = make_agent(embedder="none")  # keywords alone: what is found is the index's answer
+    agent = make_agent(embedder="none")
+    agent.update_settings(search=SearchSettings(paths=["keyword"]))  # keywords alone: what the index answers
     say(agent, "user", "the only message")
     say(agent, "user", "something else entirely")
     index_now(agent)

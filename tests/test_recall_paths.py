@@ -125,3 +125,99 @@ def test_search_answers_with_keywords_when_the_embedder_fails(agentos_home: Path
                             lambda self, texts: (_ for _ in ()).throw(EmbedderError("down")))
     page = agent.tier(RecallTier).search("harbour", paths=["keyword", "vector", "neighbours"])
     assert [h.id for h in page.hits] == [messages[0].id] and "unavailable" in (page.note or "")
+
+
+def said(agent: Agent, turns: list[tuple[str, str, str]]) -> list[Message]:
+    """Save turns of (role, speaker, text), a minute apart."""
+    messages = [Message(role=role, name=name, content=text,  # type: ignore[arg-type]
+                        created_at=START + timedelta(minutes=i)) for i, (role, name, text) in enumerate(turns)]
+    agent.add_history(messages)
+    return messages
+
+
+def test_a_named_speaker_is_matched_against_who_spoke_not_as_a_word() -> None:
+    from agentos.memory.turn_context import named_speakers
+
+    speakers = {"Caroline", "Melanie"}
+    assert named_speakers("What did Caroline research?", speakers) == ({"Caroline"}, "What did research?")
+    assert named_speakers("Melanie's pottery class", speakers) == ({"Melanie"}, "pottery class")
+    assert named_speakers("Caroline and Melanie", speakers)[0] == {"Caroline", "Melanie"}
+    assert named_speakers("what did caroline say", speakers) == (set(), "what did caroline say")  # not capitalised
+    assert named_speakers("What did Oscar do?", speakers) == (set(), "What did Oscar do?")  # a name, not a speaker
+    assert named_speakers("What did Caroline do?", set()) == (set(), "What did Caroline do?")
+
+
+def test_what_a_named_speaker_said_outranks_others_saying_the_name(agentos_home: Path) -> None:
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    messages = said(agent, [
+        ("user", "Evan", "Sam! How was the meeting, Sam?"),
+        ("assistant", "Sam", "The meeting was long, but I learned to plan my meals ahead and to walk more every day."),
+        ("user", "Evan", "Sam, Sam, what a week for Sam."),
+        *[("user", "Evan", f"my car needs new tyres, part {i}") for i in range(8)],
+    ])
+    recall = agent.tier(RecallTier)
+    question = "What did Sam think of the meeting?"
+    plain = [h.id for h in recall.search(question, paths=["keyword"]).hits]
+    assert plain[0] != messages[1].id  # as a word, "Sam" lifts the short turns that only say it
+    assert [h.id for h in recall.search(question, paths=["keyword", "speakers"]).hits][0] == messages[1].id
+
+
+def test_a_hits_score_spreads_most_to_the_replies_after_it() -> None:
+    from agentos.memory.turn_context import FOLLOWING, PRECEDING, TurnOrder, spread
+
+    order = TurnOrder()
+    order.extend((key, "user", START, None) for key in "abcdefg")
+    ranked = dict(spread({"c": 1.0}, order))
+    assert ranked == pytest.approx({"c": 1.0, "d": FOLLOWING[0], "e": FOLLOWING[1], "f": FOLLOWING[2],
+                                    "b": PRECEDING[0], "a": PRECEDING[1]})
+    assert [key for key, _ in spread({"c": 1.0}, order)][:2] == ["c", "d"]
+    both = dict(spread({"a": 1.0, "c": 1.0}, order))
+    assert both["b"] == pytest.approx(FOLLOWING[0] + PRECEDING[0])  # between two hits: a share from each
+    assert dict(spread({"zz": 2.0}, order)) == {"zz": 2.0}  # a hit the order does not hold keeps its score
+
+
+def test_neighbours_are_counted_among_the_turns_tool_traffic_between_them_is_skipped(agentos_home: Path) -> None:
+    from agentos.messages import ToolCall
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    call = ToolCall(id="c1", name="archival_search", arguments='{"query": "conference"}')
+    turns = [
+        Message(role="user", content="Which city should I pick for the conference?", created_at=START),
+        Message(role="assistant", content="", tool_calls=[call], created_at=START + timedelta(seconds=1)),
+        Message(role="tool", content="no results", tool_call_id="c1", name="archival_search",
+                created_at=START + timedelta(seconds=2)),
+        Message(role="assistant", content="Lisbon, because flights are cheap in spring.",
+                created_at=START + timedelta(seconds=3)),
+        *[Message(role="user", content=f"unrelated chat number {i} about the weather",
+                  created_at=START + timedelta(minutes=i + 1)) for i in range(12)],
+    ]
+    agent.add_history(turns)
+    hits = [h.id for h in agent.tier(RecallTier).search("city for the conference", page_size=2,
+                                                       paths=["keyword", "neighbours"]).hits]
+    assert hits == [turns[0].id, turns[3].id]
+
+
+def test_the_turn_order_catches_up_with_new_turns_and_is_read_again_after_a_rewind(agentos_home: Path) -> None:
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    recall = agent.tier(RecallTier)
+    question = conversation(agent, [("user", "Which city should I pick for the conference?")])[0]
+    paths = ["keyword", "neighbours"]
+    assert [h.id for h in recall.search("conference city", paths=paths).hits] == [question.id]
+    answer = conversation(agent, [("assistant", "Lisbon, because flights are cheap in spring.")])[0]
+    assert [h.id for h in recall.search("conference city", paths=paths).hits] == [question.id, answer.id]
+    recall.discard([answer.id])  # as a rewind does; the seq may be used again
+    agent.tier(RecallTier).ctx.db.table("messages").delete(f"id = '{answer.id}'")
+    assert [h.id for h in recall.search("conference city", paths=paths).hits] == [question.id]
+
+
+def test_a_reader_in_another_process_catches_up_with_the_writers_turns(agentos_home: Path) -> None:
+    from agentos.storage import Store
+
+    writer = Agent.create("ada", provider=ScriptedProvider([]))
+    question = conversation(writer, [("user", "Which city should I pick for the conference?")])[0]
+    reader = Agent.load("ada", provider=ScriptedProvider([]), store=Store(writer.store.uri), read_only=True)
+    paths = ["keyword", "neighbours"]
+    assert [h.id for h in reader.tier(RecallTier).search("conference city", paths=paths).hits] == [question.id]
+    answer = conversation(writer, [("assistant", "Lisbon, because flights are cheap in spring.")])[0]
+    hits = [h.id for h in reader.tier(RecallTier).search("conference city", paths=paths).hits]
+    assert hits == [question.id, answer.id]

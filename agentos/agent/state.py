@@ -56,10 +56,17 @@ class FactSettings(BaseModel):
     prompt_tokens: int = Field(0, ge=0)  # the most relevant facts about the user in the prompt, in this budget (0: off)
 
 
+def default_paths() -> list[str]:
+    """The search paths a new agent fuses (their owner is memory.recall_paths)."""
+    from agentos.memory.recall_paths import DEFAULT_PATHS
+
+    return list(DEFAULT_PATHS)
+
+
 class SearchSettings(BaseModel):
     """How conversation_search ranks: which paths it fuses, and their weights (see memory.recall_paths)."""
 
-    paths: list[str] = Field(default_factory=lambda: ["keyword", "vector"])
+    paths: list[str] = Field(default_factory=lambda: default_paths())
     weights: dict[str, float] = Field(default_factory=dict)  # by path; a path not named here has its default weight
 
 

@@ -71,7 +71,7 @@ def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Ag
 
 
 def keyword_recall(store: Store, agent_id: str) -> RecallTier:
-    """The agent's recall searched by BM25 alone (the baseline for a hybrid run)."""
+    """The agent's recall searched without its embedder: the default paths, less vectors (a hybrid run's baseline)."""
     none = NoEmbedder()
     return RecallTier(TierContext(db=store.db, agent_id=agent_id, embedder=lambda: none, writable=False))
 
@@ -105,10 +105,12 @@ class Config:
 
 
 def ablation_configs(available: list[str]) -> list[Config]:
-    """Each path alone, then cumulative in PATHS order (keyword first)."""
-    alone = [Config((p,)) for p in available]
-    cumulative = [Config(tuple(available[: i + 1])) for i in range(1, len(available))]
-    return alone + cumulative
+    """Each path alone (one that reranks the keyword pool, with keywords), then cumulative in PATHS order."""
+    from agentos.memory.recall_paths import KEYWORD_STAGES
+
+    alone = [("keyword", p) if p in KEYWORD_STAGES else (p,) for p in available]
+    cumulative = [tuple(available[: i + 1]) for i in range(1, len(available))]
+    return [Config(paths) for paths in dict.fromkeys(alone + cumulative)]  # keyword+speakers is both: once
 
 
 def compact(store: Store, agent: Agent) -> None:
@@ -131,7 +133,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
 
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
     configs = ablation_configs(available) if ablation else [Config(paths or default)]
-    baseline: dict[int, list[dict[str, float]]] = {}  # the same questions by BM25 alone, when an embedder is set
+    baseline: dict[int, list[dict[str, float]]] = {}  # the same questions without vectors, when an embedder is set
     counter = EstimateCounter()
     load_s = 0.0
     try:
@@ -212,16 +214,17 @@ def paired_gain(ours: list[float], theirs: list[float], resamples: int = 2000) -
 
 
 def _compare(hybrid: list[dict[str, float]], keyword: list[dict[str, float]]) -> None:
-    """How hybrid search differs from BM25 alone on the same questions (categories 1-4)."""
+    """How search with vectors differs from the same search without them, on the same questions (categories 1-4)."""
     if not hybrid:
         return
-    print("hybrid vs BM25 alone, same questions (1-4), gain with 95% paired-bootstrap interval:")
+    print("with vectors vs without (keyword paths only), same questions (1-4), gain with 95% paired-bootstrap "
+          "interval:")
     for key, label in (("hit@10", "hit@10"), ("recall@10", "ev.rec@10"), ("mrr", "MRR")):
         mean, low, high = paired_gain([r[key] for r in hybrid], [r[key] for r in keyword])
         print(f"  {label:<10} {mean:+.3f}  [{low:+.3f}, {high:+.3f}]")
     only_hybrid = sum(1 for h, k in zip(hybrid, keyword) if h["hit@10"] and not k["hit@10"])
     only_keyword = sum(1 for h, k in zip(hybrid, keyword) if k["hit@10"] and not h["hit@10"])
-    print(f"  evidence in the top 10 for hybrid only: {only_hybrid} questions; for BM25 only: {only_keyword}")
+    print(f"  evidence in the top 10 with vectors only: {only_hybrid} questions; without only: {only_keyword}")
 
 
 def _line(label: str, scores: list[dict[str, float]]) -> None:

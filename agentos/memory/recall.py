@@ -16,11 +16,11 @@ import pyarrow as pa
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
 from agentos.memory.recall_paths import (
+    DEFAULT_PATHS,
     DEFAULT_WEIGHTS,
     Lists,
     chosen_paths,
     dated_ids,
-    neighbour_ids,
     time_read,
     variant_reads,
     vector_read,
@@ -42,6 +42,7 @@ from agentos.memory.search import (
 )
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
+from agentos.memory.turn_context import TurnOrder, keyword_ranking, named_speakers, turns_after
 from agentos.messages import Message, utc_now
 from agentos.storage.db import quote, replace_table, storage_errors
 from agentos.storage.records import embed_text
@@ -70,6 +71,8 @@ class RecallTier(Tier):
         super().__init__(ctx)
         self._vectors: Any = None
         self._unembedded: list[Message] = []  # messages a failing embedder could not embed yet
+        self._turns: TurnOrder | None = None  # the searchable turns in order, for the speakers and neighbours paths
+        self._turns_version: int | None = None  # (a reader) the messages table's version they were read at
         self.last_error: str | None = None
 
     @classmethod
@@ -108,6 +111,8 @@ class RecallTier(Tier):
 
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         """Vectors of the step's searchable messages; an embedder failure defers them, never fails the step."""
+        if self._turns is not None:
+            self._turns.extend((m.id, m.role, m.created_at, m.name) for m in messages if embed_text(m))
         if not self.embedder.enabled:
             return {}
         todo = self._unembedded + list(messages)
@@ -122,6 +127,7 @@ class RecallTier(Tier):
         return {vectors_table_name(self.agent_id): rows} if rows is not None else {}
 
     def discard(self, message_ids: Sequence[str]) -> None:
+        self._turns = None  # read again: the discarded turns' seqs may be used again
         table = self.ctx.db.existing(vectors_table_name(self.agent_id)) if message_ids else None
         if table is None:
             return
@@ -208,16 +214,12 @@ class RecallTier(Tier):
                 known: dict[str, dict[str, Any]] = {}
                 capped = False
             else:
-                used = chosen_paths(paths, self._setting("paths", ["keyword", "vector"]))
+                used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
                 weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
                 lists, note = self._lists(query, where, self._where(start, end, roles, with_agent=False), used,
-                                          now or utc_now())
+                                          now or utc_now(), (start, end, roles))
                 capped, known = lists.capped, lists.rows
                 ranked = lists.fused(weights)
-                if "neighbours" in used and ranked:
-                    seqs = {key: int(r["seq"]) for key, r in known.items() if r.get("seq") is not None}
-                    lists.ranked["neighbours"] = neighbour_ids(ranked, seqs, lambda s: self._ids_at(s, where))
-                    ranked = lists.fused(weights)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(chosen, known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
@@ -226,7 +228,8 @@ class RecallTier(Tier):
         search = getattr(self.ctx.settings(), "search", None) if self.ctx.settings else None
         return getattr(search, name, default) if search is not None else default
 
-    def _lists(self, query: str, where: str, vwhere: str, chosen: set[str], now: datetime) -> tuple[Lists, str | None]:
+    def _lists(self, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
+               filters: tuple[datetime | None, datetime | None, Sequence[str] | None]) -> tuple[Lists, str | None]:
         """Every chosen path's ranked list; the reads run at once. A tier's list that fails is left out."""
         table = self.vectors if "vector" in chosen else None
         vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
@@ -234,15 +237,25 @@ class RecallTier(Tier):
         messages = reads.handle("messages")
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
         variant = variant_reads(messages, query, where, _SHOWN) if "variants" in chosen else []
+        turns = self._turns_for(messages) if chosen & {"speakers", "neighbours"} else None
+        named, words = (named_speakers(query, turns.speakers) if turns is not None and "speakers" in chosen
+                        else (set(), query))
         found = reads.gather(
-            fts_rows(messages, query, "search_text", where, MAX_CANDIDATES, _SHOWN) if "keyword" in chosen else None,
+            fts_rows(messages, words or query, "search_text", where, MAX_CANDIDATES, _SHOWN)
+            if "keyword" in chosen else None,
             vector_read(vectors, vector, None if vwhere == "true" else vwhere),
             time_read(messages, query, where, now, _SHOWN) if "time" in chosen else None,
             *variant,
         )
         lists = Lists()
-        lists.add("keyword", found[0])
-        lists.capped = len(found[0] or []) >= MAX_CANDIDATES
+        if found[0] is not None:
+            pool = found[0]
+            lists.add("keyword", pool)
+            lists.capped = len(pool) >= MAX_CANDIDATES
+            order = turns if turns is not None and "neighbours" in chosen else None
+            own = {r["id"] for r in pool}
+            lists.ranked["keyword"] = [k for k in keyword_ranking(pool, named, order)
+                                       if k in own or (order is not None and order.allows(k, *filters))]
         lists.add("vector", found[1], keep_rows=False)
         lists.add("time", found[2])
         if "time" in chosen and found[2] is None and found[0]:
@@ -264,25 +277,32 @@ class RecallTier(Tier):
                     lists.ranked[tier.name] = list(ranked)
         return lists, note
 
-    def _ids_at(self, seqs: list[int], where: str) -> dict[int, str]:
-        """The ids of the searchable messages at these seqs (that `where` keeps)."""
-        if not seqs:
-            return {}
-        clause = f"{where} AND search_text IS NOT NULL AND seq IN ({', '.join(str(int(s)) for s in seqs)})"
-        rows = self.ctx.db.table("messages").search().where(clause).select(["id", "seq"]).limit(len(seqs))
-        return {int(r["seq"]): r["id"] for r in rows.to_arrow().to_pylist()}
+    @property
+    def _agent_clause(self) -> str:
+        return f"agent_id = {quote(self.agent_id)}"
+
+    def _turns_for(self, messages: Any) -> TurnOrder:
+        """The turn order: read whole at the first search that needs it; then the writer extends it with each
+        step (after_step), and a reader catches up when another process has written."""
+        reads = self.ctx.db.reads
+        if self._turns is None:
+            self._turns = TurnOrder(reads.gather(turns_after(messages, self._agent_clause, -1))[0])
+            self._turns_version = None if self.ctx.writable else self.ctx.db.table("messages").version
+        elif not self.ctx.writable:
+            version = self.ctx.db.table("messages").version
+            if version != self._turns_version:
+                self._turns.catch_up(reads.gather(turns_after(messages, self._agent_clause, self._turns.last_seq))[0])
+                self._turns_version = version
+        return self._turns
 
     def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
         by_id = {key: known[key] for key, _ in chosen if key in known}
         missing = [key for key, _ in chosen if key not in by_id]
-        if missing:
+        if missing:  # vector or neighbour hits: one read, through the async API (less per-query work)
             ids = ", ".join(quote(i) for i in missing)
-            rows = (
-                self.ctx.db.table("messages").search()
-                .where(f"agent_id = {quote(self.agent_id)} AND id IN ({ids})")
-                .select(["id", *_SHOWN]).limit(len(missing)).to_arrow().to_pylist()
-            )
-            by_id.update((r["id"], r) for r in rows)
+            query = (self.ctx.db.reads.handle("messages").query().where(f"{self._agent_clause} AND id IN ({ids})")
+                     .select(["id", *_SHOWN]).limit(len(missing)))
+            by_id.update((r["id"], r) for r in self.ctx.db.reads.gather(query.to_arrow())[0].to_pylist())
         hits = []
         for key, score in chosen:
             r = by_id.get(key)

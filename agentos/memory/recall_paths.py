@@ -1,30 +1,34 @@
-"""The ranked lists recall search fuses: keywords, the question's rewritten variants, meaning, time, the entity
-graph, and neighbouring turns. Each path gives message ids best first; weighted reciprocal-rank fusion joins any
-number of them, so a path that finds nothing costs nothing, and one that fails is left out.
+"""The ranked lists recall search fuses: keywords, the question's rewritten variants, meaning, time and the entity
+graph. Each path gives message ids best first; weighted reciprocal-rank fusion joins any number of them, so a path
+that finds nothing costs nothing, and one that fails is left out.
 
 Paths (names used in settings and by the eval's ablation):
-- keyword: BM25 over the question;
-- variants: BM25 over its content words and its names (memory.query);
+- keyword: BM25 over the question, over a pool of MAX_CANDIDATES matches;
+- speakers: a speaker the question names is matched against who spoke, not as a word (memory.turn_context);
+- neighbours: a keyword hit's score spreads to the turns around it, where an answer often is (memory.turn_context);
+- variants: BM25 over its content words (memory.query);
 - vector: nearest neighbours by meaning (with an embedder);
 - time: a temporal expression in the question, resolved against the agent's time, ranks the messages in that range
   (BM25 within it): a boost, never a filter; a question that asks when ranks the keyword hits that say when;
 - graph: messages linked to the entities of the question, with one- and two-hop expansion (when the entity graph
-  tier is installed);
-- neighbours: the turns just before and after the best hits, where an answer often is.
+  tier is installed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from agentos.memory.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clauses, fts_rows, nearest_rows, rrf
 
-PATHS = ("keyword", "variants", "vector", "time", "graph", "neighbours")
-DEFAULT_WEIGHTS = {"keyword": 1.0, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5, "neighbours": 0.3}
-NEIGHBOUR_SOURCES = 10  # the best fused hits whose neighbouring turns form the neighbours list
+PATHS = ("keyword", "speakers", "neighbours", "time", "variants", "graph", "vector")
+# what agents search with unless their settings say: each earned its place on all four LoCoMo categories (README)
+DEFAULT_PATHS = ["keyword", "speakers", "neighbours", "time", "vector"]
+MATCHING_PATHS = ["keyword", "vector"]  # searches typed by a person (TUI, CLI): what matches, no neighbours
+KEYWORD_STAGES = ("speakers", "neighbours")  # not lists of their own: they rescore the keyword pool
+DEFAULT_WEIGHTS = {"keyword": 1.0, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5}
 
 
 @dataclass
@@ -79,22 +83,6 @@ def dated_ids(question: str, rows: Sequence[dict[str, Any]]) -> list[str] | None
 
 def vector_read(handle: Any, vector: list[float] | None, where: str | None) -> Any | None:
     return None if handle is None or vector is None else nearest_rows(handle, vector, where, VECTOR_CANDIDATES)
-
-
-def neighbour_ids(fused: list[tuple[str, float]], seqs: dict[str, int], by_seq: Callable[[list[int]], dict[int, str]],
-                  sources: int = NEIGHBOUR_SOURCES) -> list[str]:
-    """The turns just before and after the best `sources` fused hits, in the order of the hits they neighbour."""
-    best = [key for key, _ in fused[:sources] if key in seqs]
-    wanted = [s for key in best for s in (seqs[key] + 1, seqs[key] - 1) if s >= 0]
-    found = by_seq(sorted(set(wanted)))
-    out: list[str] = []
-    seen = set(best)
-    for seq in wanted:
-        key = found.get(seq)
-        if key is not None and key not in seen:
-            seen.add(key)
-            out.append(key)
-    return out
 
 
 def chosen_paths(paths: Collection[str] | None, defaults: Collection[str]) -> set[str]:

@@ -82,7 +82,7 @@ def storage_errors(action: str) -> Iterator[None]:
 
 # column -> index kind, for the shared tables; a tier's own tables name theirs when they are opened
 INDEXES: dict[str, dict[str, str]] = {
-    "messages": {"search_text": "fts", "id": "btree", "agent_id": "btree"},
+    "messages": {"search_text": "fts", "id": "btree", "agent_id": "btree", "seq": "btree"},
 }
 
 

@@ -618,13 +618,16 @@ class AgentApp(FactNews):
     def _search(self, tier: str) -> Callable[[str], tuple[str, list[SearchResult]]]:
         from agentos.memory.archival import ArchivalTier
         from agentos.memory.recall import RecallTier
+        from agentos.memory.recall_paths import MATCHING_PATHS
 
         def search(query: str) -> tuple[str, list[SearchResult]]:
             if not query.strip():
                 return "Type what to look for, then Enter.", []
             try:
-                kind = ArchivalTier if tier == "archival" else RecallTier
-                page = self.agent.tier(kind).search(query, page_size=20)  # type: ignore[attr-defined]
+                if tier == "archival":
+                    page = self.agent.tier(ArchivalTier).search(query, page_size=20)
+                else:  # what matches what was typed, not the model's neighbouring turns
+                    page = self.agent.tier(RecallTier).search(query, page_size=20, paths=MATCHING_PATHS)
             except Exception as exc:  # noqa: BLE001 - shown in the dialog
                 return f"search failed: {exc}", []
             self._found = {hit.id: hit for hit in page.hits}

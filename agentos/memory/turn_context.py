@@ -1,0 +1,144 @@
+"""Keyword scores that look past a turn's own words: who spoke it, and what was said around it.
+
+- speakers: a name in the query that is the name of someone in the conversation asks about what that person
+  said, so it is matched against who spoke, not as a word of the text: it leaves the BM25 query, and that
+  person's own turns score (1 + SPEAKER_BOOST) times their BM25. As a word, a speaker's name is in a share of
+  all turns and lifts short ones that only say it ("Thanks, Sam!").
+- neighbours: a turn's score spreads to the turns around it, most to the replies after it: an answer is often
+  in the reply to the turn that matched the question, and a story is told across turns. Turns are counted among
+  the searchable ones, so tool traffic between them is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from agentos.memory.search import MAX_CANDIDATES
+
+SPEAKER_BOOST = 1.0
+FOLLOWING = (0.4, 0.2, 0.1)  # the share of a turn's score that the 1st, 2nd and 3rd turns after it receive
+PRECEDING = (0.2, 0.1)  # the share that the turns before it receive
+
+
+def named_speakers(query: str, speakers: Collection[str]) -> tuple[set[str], str]:
+    """The speakers a query names (capitalised, with or without a possessive 's) and the query without them."""
+    if not speakers:
+        return set(), query
+    named: set[str] = set()
+    kept: list[str] = []
+    for word in query.split():
+        core = word.strip(".,;:!?\"()[]")
+        plain = core.removesuffix("'s").removesuffix("’s")
+        if plain[:1].isupper() and plain in speakers:
+            named.add(plain)
+        else:
+            kept.append(word)
+    return named, " ".join(kept)
+
+
+def speaker_scores(rows: Iterable[dict[str, Any]], named: Collection[str]) -> dict[str, float]:
+    """BM25 scores by id, with the named speakers' own turns boosted."""
+    return {r["id"]: float(r["_score"]) * (1.0 + SPEAKER_BOOST if r.get("name") in named else 1.0) for r in rows}
+
+
+def spread(scores: dict[str, float], order: TurnOrder) -> list[tuple[str, float]]:
+    """Every turn's score plus the shares its neighbours in conversation order pass to it, best first; ties keep
+    conversation order. Hits the order does not hold (yet) keep their own score."""
+    total: dict[str, float] = {}
+    place: dict[str, int] = {}
+    for key, score in scores.items():
+        total[key] = total.get(key, 0.0) + score
+        at = order.position(key)
+        if at is None:
+            continue
+        place[key] = at
+        for steps, shares in ((1, FOLLOWING), (-1, PRECEDING)):
+            for distance, share in enumerate(shares, start=1):
+                other = order.id_at(at + steps * distance)
+                if other is not None:
+                    total[other] = total.get(other, 0.0) + share * score
+                    place.setdefault(other, at + steps * distance)
+    return sorted(total.items(), key=lambda kv: (-kv[1], place.get(kv[0], len(order))))
+
+
+def keyword_ranking(pool: Sequence[dict[str, Any]], named: Collection[str], order: TurnOrder | None,
+                    limit: int = MAX_CANDIDATES) -> list[str]:
+    """The keyword list: the BM25 pool with the named speakers' turns boosted, and, given the `order` of the
+    turns around it, every score spread to its neighbours; the best `limit` ids."""
+    scores = speaker_scores(pool, named)
+    ranked = spread(scores, order) if order is not None else sorted(scores.items(), key=lambda kv: -kv[1])
+    return [key for key, _ in ranked[:limit]]
+
+
+class TurnOrder:
+    """One agent's searchable turns in conversation order, and who spoke them. Read whole at the first search
+    that needs them (from the `turns_table` read), then extended by the writer with each step's turns, so that
+    searches read nothing more; `caught_up_to` is the messages table's version it reflects."""
+
+    def __init__(self, turns: pa.Table | None = None) -> None:
+        self.ids: list[str] = []
+        self._index: dict[str, int] = {}
+        self._roles: list[str] = []
+        self._times: list[float] = []  # POSIX seconds, for the search filters
+        self.speakers: set[str] = set()
+        self.last_seq = -1
+        if turns is not None:
+            self.catch_up(turns)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def catch_up(self, turns: pa.Table) -> None:
+        """Take in turns read by `turns_after` (those held are skipped)."""
+        turns = turns.filter(pc.greater(turns.column("seq"), self.last_seq)).sort_by("seq")
+        if not turns.num_rows:
+            return
+        start = len(self.ids)
+        fresh = turns.column("id").to_pylist()
+        self.ids += fresh
+        self._index.update((key, start + at) for at, key in enumerate(fresh))
+        self._roles += turns.column("role").to_pylist()
+        self._times += (pc.cast(turns.column("created_at"), pa.int64()).to_numpy() / 1e6).tolist()
+        self.speakers.update(n for n in pc.unique(turns.column("name")).to_pylist() if n)
+        self.last_seq = int(turns.column("seq")[-1].as_py())
+
+    def extend(self, messages: Iterable[tuple[str, str, datetime, str | None]]) -> None:
+        """Append searchable turns, as (id, role, created_at, name), after those held."""
+        for key, role, created, name in messages:
+            if key in self._index:
+                continue
+            self._index[key] = len(self.ids)
+            self.ids.append(key)
+            self._roles.append(role)
+            self._times.append(created.timestamp())
+            if name:
+                self.speakers.add(name)
+
+    def position(self, key: str) -> int | None:
+        return self._index.get(key)
+
+    def id_at(self, position: int) -> str | None:
+        return self.ids[position] if 0 <= position < len(self.ids) else None
+
+    def allows(self, key: str, start: datetime | None, end: datetime | None, roles: Collection[str] | None) -> bool:
+        """Whether a turn held here passes a search's role and date filters."""
+        at = self._index.get(key)
+        if at is None:
+            return False
+        when = self._times[at]
+        return ((not roles or self._roles[at] in roles) and (start is None or when >= start.timestamp())
+                and (end is None or when <= end.timestamp()))
+
+
+TURN_COLUMNS = ["id", "seq", "role", "created_at", "name"]
+
+
+async def turns_after(handle: Any, where: str, seq: int) -> pa.Table:
+    """The searchable turns that `where` keeps (the agent's) after `seq`, as a table of TURN_COLUMNS."""
+    query = handle.query().where(f"{where} AND seq > {seq} AND search_text IS NOT NULL").select(TURN_COLUMNS)
+    return await query.to_arrow()
