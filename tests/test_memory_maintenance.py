@@ -123,3 +123,25 @@ def test_many_short_sessions_leave_the_tables_compact_and_lose_nothing(monkeypat
 
     found = reloaded.tier(RecallTier).search("garden", page_size=50, paths=["keyword"])
     assert found.total == 24  # every user message, searchable after the compactions
+
+
+def test_a_compaction_that_another_process_preempts_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = make_agent("sam", embedder="none")
+    for i in range(3):
+        say(agent, "user", f"garden note {i}")
+    agent.store.wait_for_maintenance()
+    db = agent.store.db
+    handle = db.table("messages")
+    real = type(handle).optimize
+    calls: list[int] = []
+
+    def preempted_once(self: object, *args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:  # what LanceDB raises when another process's compaction committed first
+            raise RuntimeError("lance error: Retryable commit conflict for version 39: This Rewrite transaction was "
+                               "preempted by concurrent transaction Rewrite at version 39. Please retry.")
+        return real(self, *args, **kwargs)  # type: ignore[operator]
+
+    monkeypatch.setattr(type(handle), "optimize", preempted_once)
+    assert db.optimize("messages") is True and len(calls) >= 2  # (background maintenance may compact too)
+    assert db.count_rows("messages") == 3

@@ -221,3 +221,81 @@ def test_a_reader_in_another_process_catches_up_with_the_writers_turns(agentos_h
     answer = conversation(writer, [("assistant", "Lisbon, because flights are cheap in spring.")])[0]
     hits = [h.id for h in reader.tier(RecallTier).search("conference city", paths=paths).hits]
     assert hits == [question.id, answer.id]
+
+
+def test_facts_join_the_search_with_the_messages_they_came_from(agentos_home: Path) -> None:
+    from agentos.memory.fact_rows import Fact, FactChange
+    from agentos.memory.facts import FactTier
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    messages = conversation(agent, [("user", "We finally signed the papers for the flat on Rua Augusta!"),
+                                    *[("user", f"unrelated chat number {i} about the weather") for i in range(5)]])
+    question = "Where does Ada live now?"
+    recall = agent.tier(RecallTier)
+    assert messages[0].id not in [h.id for h in recall.search(question, paths=["keyword"]).hits]
+    fact = Fact(text="Ada lives in a flat on Rua Augusta in Lisbon", valid_from=START, source_ids=(messages[0].id,))
+    agent.tier(FactTier).commit([FactChange(kind="add", by="consolidator", group_id="g1", fact=fact)])
+    hits = [h.id for h in recall.search(question, paths=["keyword", "facts"]).hits]
+    assert hits[0] == messages[0].id
+
+
+def test_a_speakers_name_stays_in_the_query_when_nothing_else_would_match() -> None:
+    from agentos.memory.turn_context import named_speakers
+
+    assert named_speakers("Who is Sam?", {"Sam"}) == ({"Sam"}, "Who is Sam?")
+    assert named_speakers("What is James' job?", {"James"}) == ({"James"}, "What is job?")
+    assert named_speakers("What did “Sam” bake?", {"Sam"}) == ({"Sam"}, "What did bake?")
+
+
+def test_neighbours_outside_a_filter_never_crowd_out_the_matches_inside_it(agentos_home: Path) -> None:
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    turns: list[tuple[str, str]] = []
+    for i in range(10):  # strong user hits among assistant replies, which a roles filter leaves out
+        turns += [("assistant", f"reply before {i}"), ("user", "zanzibar pancake zanzibar"),
+                  *[("assistant", f"answer {j} to {i}") for j in range(3)]]
+    turns += [("user", f"pancake mentioned once among many other words, number {i}") for i in range(45)]
+    conversation(agent, turns)
+    recall = agent.tier(RecallTier)
+    alone = recall.search("zanzibar pancake", page_size=100, roles=["user"], paths=["keyword"])
+    spread = recall.search("zanzibar pancake", page_size=100, roles=["user"], paths=["keyword", "neighbours"])
+    assert spread.total == alone.total == 50 and {h.id for h in spread.hits} == {h.id for h in alone.hits}
+
+
+def test_a_turn_whose_save_failed_joins_the_order_when_the_retry_commits(agentos_home: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos.errors import StorageError
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    question = conversation(agent, [("user", "Which city should I pick for the conference?")])[0]
+    write_step = agent.store.write_step
+
+    def fail_once(*args: object, **kwargs: object) -> object:
+        monkeypatch.setattr(agent.store, "write_step", write_step)
+        raise StorageError("could not write: the disk is full")
+
+    monkeypatch.setattr(agent.store, "write_step", fail_once)
+    answer = Message(role="assistant", content="Lisbon, because flights are cheap in spring.",
+                     created_at=START + timedelta(minutes=1))
+    with pytest.raises(StorageError):
+        agent.add_history([answer])
+    recall = agent.tier(RecallTier)
+    paths = ["keyword", "neighbours"]
+    assert [h.id for h in recall.search("conference city", paths=paths).hits] == [question.id]  # not saved yet
+    assert agent.save() is not None
+    assert [h.id for h in recall.search("conference city", paths=paths).hits] == [question.id, answer.id]
+
+
+def test_a_reader_reads_the_order_again_after_the_writer_rewinds(agentos_home: Path) -> None:
+    from agentos.storage import Store
+
+    writer = Agent.create("ada", provider=ScriptedProvider([]))
+    question = conversation(writer, [("user", "Which city should I pick for the conference?")])[0]
+    writer.add_restore_point("after the question")
+    conversation(writer, [("assistant", "Maybe Porto, I am not sure."), ("user", "hmm let me think")])
+    reader = Agent.load("ada", provider=ScriptedProvider([]), store=Store(writer.store.uri), read_only=True)
+    paths = ["keyword", "neighbours"]
+    assert len(reader.tier(RecallTier).search("conference city", paths=paths).hits) == 3
+    writer.rewind(1)
+    answer = conversation(writer, [("assistant", "Lisbon, because flights are cheap in spring.")])[0]
+    page = reader.tier(RecallTier).search("conference city", paths=paths)
+    assert [h.id for h in page.hits] == [question.id, answer.id] and page.total == 2

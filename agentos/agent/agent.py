@@ -708,6 +708,7 @@ class Agent:
             self.history.forget_step(step.id)
             raise
         self._owner.saved(step, rev)
+        self.tiers.saved(ids)
         self._saved_messages = self._owner.message_count
         if logged:
             self._owner.logged(earlier)

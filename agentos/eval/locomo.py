@@ -70,10 +70,11 @@ def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Ag
     return agent
 
 
-def keyword_recall(store: Store, agent_id: str) -> RecallTier:
-    """The agent's recall searched without its embedder: the default paths, less vectors (a hybrid run's baseline)."""
+def keyword_recall(store: Store, agent: Agent) -> RecallTier:
+    """The agent's recall searched without its embedder (a hybrid run's baseline), with its other ranking tiers."""
     none = NoEmbedder()
-    return RecallTier(TierContext(db=store.db, agent_id=agent_id, embedder=lambda: none, writable=False))
+    return RecallTier(TierContext(db=store.db, agent_id=agent.id, embedder=lambda: none, writable=False,
+                                  rankers=agent.tiers.rankers))
 
 
 def score(ranked: list[str], evidence: set[str]) -> dict[str, float]:
@@ -116,6 +117,7 @@ def ablation_configs(available: list[str]) -> list[Config]:
 def compact(store: Store, agent: Agent) -> None:
     """Compact every table the conversation wrote and fold its rows into the indexes, so that figures do not
     depend on whether background maintenance has run."""
+    store.wait_for_maintenance()  # its own compaction first (two at once conflict, and one of them retries)
     for table in ["messages", *agent.tiers.table_names()]:
         store.db.optimize(table)
 
@@ -128,7 +130,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
     store = Store(root / "db")
-    available = [p for p in PATHS if p != "vector" or embedder != "none"]
+    available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"]  # no consolidation here
     from agentos.agent.state import SearchSettings
 
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
@@ -144,7 +146,8 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             load_s += time.perf_counter() - t
             prefix = f"{sample['sample_id']}|"
             now = max(m.created_at for m in turn_messages(sample))  # questions are asked after the conversation
-            keywords = None if embedder == "none" or ablation else keyword_recall(store, agent.id)
+            keywords = None if embedder == "none" or ablation else keyword_recall(store, agent)
+            without = tuple(p for p in configs[0].paths or () if p != "vector")  # the same paths, less vectors
             recall = agent.tier(RecallTier)
             for qa in sample["qa"]:
                 evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
@@ -159,7 +162,8 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
                     ranked = [h.id.removeprefix(prefix) for h in page.hits]
                     config.scores.setdefault(category, []).append(score(ranked, evidence))
                 if keywords is not None:
-                    alone = [h.id.removeprefix(prefix) for h in keywords.search(qa["question"], page_size=K).hits]
+                    hits = keywords.search(qa["question"], page_size=K, paths=without, now=now).hits
+                    alone = [h.id.removeprefix(prefix) for h in hits]
                     baseline.setdefault(category, []).append(score(alone, evidence))
         store.close()
     finally:
@@ -217,7 +221,7 @@ def _compare(hybrid: list[dict[str, float]], keyword: list[dict[str, float]]) ->
     """How search with vectors differs from the same search without them, on the same questions (categories 1-4)."""
     if not hybrid:
         return
-    print("with vectors vs without (keyword paths only), same questions (1-4), gain with 95% paired-bootstrap "
+    print("with vectors vs without (the same paths otherwise), same questions (1-4), gain with 95% paired-bootstrap "
           "interval:")
     for key, label in (("hit@10", "hit@10"), ("recall@10", "ev.rec@10"), ("mrr", "MRR")):
         mean, low, high = paired_gain([r[key] for r in hybrid], [r[key] for r in keyword])

@@ -423,6 +423,14 @@ class FactTier(Tier):
             self.note_retrieved(f.id for f in shown)
         return FactPage(shown, len(ranked), page, page_size, note=note)
 
+    def ranked_messages(self, query: str, limit: int) -> list[str] | None:
+        """The messages the best current facts for `query` came from, in the facts' order: fact memory joins recall
+        search as its `facts` path. Not counted as retrievals (what the model sees are the messages)."""
+        if not (query or "").strip():
+            return None
+        facts = self.search(query, page_size=limit, record=False).facts
+        return list(dict.fromkeys(key for fact in facts for key in fact.source_ids))[:limit]
+
     def _candidate_reads(self, query: str, vector: list[float] | None, where: str) -> list[Any]:
         """The keyword read and (with a vector) the nearest-neighbour read of one query, to gather at once."""
         handle = self.ctx.db.reads.handle(self.table_name)

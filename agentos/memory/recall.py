@@ -73,6 +73,7 @@ class RecallTier(Tier):
         self._unembedded: list[Message] = []  # messages a failing embedder could not embed yet
         self._turns: TurnOrder | None = None  # the searchable turns in order, for the speakers and neighbours paths
         self._turns_version: int | None = None  # (a reader) the messages table's version they were read at
+        self._unsaved_turns: dict[str, tuple[str, str, datetime, str | None]] = {}  # in a step not committed yet
         self.last_error: str | None = None
 
     @classmethod
@@ -111,8 +112,7 @@ class RecallTier(Tier):
 
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         """Vectors of the step's searchable messages; an embedder failure defers them, never fails the step."""
-        if self._turns is not None:
-            self._turns.extend((m.id, m.role, m.created_at, m.name) for m in messages if embed_text(m))
+        self._unsaved_turns.update((m.id, (m.id, m.role, m.created_at, m.name)) for m in messages if embed_text(m))
         if not self.embedder.enabled:
             return {}
         todo = self._unembedded + list(messages)
@@ -126,8 +126,14 @@ class RecallTier(Tier):
         self._unembedded = []
         return {vectors_table_name(self.agent_id): rows} if rows is not None else {}
 
+    def saved(self, message_ids: Sequence[str]) -> None:
+        """The step's turns join the turn order once committed (a failed commit is retried with the same ids)."""
+        turns = [self._unsaved_turns.pop(key) for key in message_ids if key in self._unsaved_turns]
+        if self._turns is not None:
+            self._turns.extend(turns)
+
     def discard(self, message_ids: Sequence[str]) -> None:
-        self._turns = None  # read again: the discarded turns' seqs may be used again
+        self._turns, self._unsaved_turns = None, {}  # read again: the discarded turns' seqs may be used again
         table = self.ctx.db.existing(vectors_table_name(self.agent_id)) if message_ids else None
         if table is None:
             return
@@ -237,7 +243,7 @@ class RecallTier(Tier):
         messages = reads.handle("messages")
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
         variant = variant_reads(messages, query, where, _SHOWN) if "variants" in chosen else []
-        turns = self._turns_for(messages) if chosen & {"speakers", "neighbours"} else None
+        turns = self._turns_for(messages) if "keyword" in chosen and chosen & {"speakers", "neighbours"} else None
         named, words = (named_speakers(query, turns.speakers) if turns is not None and "speakers" in chosen
                         else (set(), query))
         found = reads.gather(
@@ -254,8 +260,8 @@ class RecallTier(Tier):
             lists.capped = len(pool) >= MAX_CANDIDATES
             order = turns if turns is not None and "neighbours" in chosen else None
             own = {r["id"] for r in pool}
-            lists.ranked["keyword"] = [k for k in keyword_ranking(pool, named, order)
-                                       if k in own or (order is not None and order.allows(k, *filters))]
+            lists.ranked["keyword"] = keyword_ranking(
+                pool, named, order, lambda key: key in own or (order is not None and order.allows(key, *filters)))
         lists.add("vector", found[1], keep_rows=False)
         lists.add("time", found[2])
         if "time" in chosen and found[2] is None and found[0]:
@@ -283,17 +289,23 @@ class RecallTier(Tier):
 
     def _turns_for(self, messages: Any) -> TurnOrder:
         """The turn order: read whole at the first search that needs it; then the writer extends it with each
-        step (after_step), and a reader catches up when another process has written."""
+        committed step (`saved`), and a reader catches up when the messages table has changed, reading it whole
+        again when turns were taken back (a rewind in the writer: their seqs are used again)."""
         reads = self.ctx.db.reads
-        if self._turns is None:
-            self._turns = TurnOrder(reads.gather(turns_after(messages, self._agent_clause, -1))[0])
+        turns = self._turns
+        if turns is None:
+            turns = TurnOrder(reads.gather(turns_after(messages, self._agent_clause, -1))[0])
             self._turns_version = None if self.ctx.writable else self.ctx.db.table("messages").version
         elif not self.ctx.writable:
-            version = self.ctx.db.table("messages").version
+            table = self.ctx.db.table("messages")
+            version = table.version
             if version != self._turns_version:
-                self._turns.catch_up(reads.gather(turns_after(messages, self._agent_clause, self._turns.last_seq))[0])
+                turns.catch_up(reads.gather(turns_after(messages, self._agent_clause, turns.last_seq))[0])
+                if len(turns) != table.count_rows(f"{self._agent_clause} AND search_text IS NOT NULL"):
+                    turns = TurnOrder(reads.gather(turns_after(messages, self._agent_clause, -1))[0])
                 self._turns_version = version
-        return self._turns
+        self._turns = turns
+        return turns
 
     def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
         by_id = {key: known[key] for key, _ in chosen if key in known}

@@ -89,6 +89,9 @@ class Tier(ABC):
         """Rows to write, by table, with a step's new messages (before the agent's state)."""
         return {}
 
+    def saved(self, message_ids: Sequence[str]) -> None:  # noqa: B027 - optional: most tiers need not know
+        """The step that saved these messages is committed (after_step ran for them, perhaps for an earlier try)."""
+
     def recover(self) -> None:  # noqa: B027 - optional: most tiers write only with steps
         """Finish what a crash left half-written outside a step (run when the agent is opened for writing)."""
 

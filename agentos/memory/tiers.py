@@ -93,6 +93,10 @@ class Tiers:
             rows.update(tier.after_step(messages))
         return rows
 
+    def saved(self, message_ids: Sequence[str]) -> None:
+        for tier in self._tiers:
+            tier.saved(message_ids)
+
     def recover(self) -> None:
         for tier in self._tiers:
             tier.recover()

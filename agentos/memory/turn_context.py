@@ -11,14 +11,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentos.memory.search import MAX_CANDIDATES
+from agentos.memory.search import MAX_CANDIDATES, as_utc
 
 SPEAKER_BOOST = 1.0
 FOLLOWING = (0.4, 0.2, 0.1)  # the share of a turn's score that the 1st, 2nd and 3rd turns after it receive
@@ -26,19 +26,23 @@ PRECEDING = (0.2, 0.1)  # the share that the turns before it receive
 
 
 def named_speakers(query: str, speakers: Collection[str]) -> tuple[set[str], str]:
-    """The speakers a query names (capitalised, with or without a possessive 's) and the query without them."""
+    """The speakers a query names (capitalised, with or without a possessive 's) and the query without them; the
+    names stay in it when nothing else would be left to match ("Who is Sam?")."""
+    from agentos.memory.query import content_words
+
     if not speakers:
         return set(), query
     named: set[str] = set()
     kept: list[str] = []
     for word in query.split():
-        core = word.strip(".,;:!?\"()[]")
-        plain = core.removesuffix("'s").removesuffix("’s")
+        core = word.strip(".,;:!?\"()[]“”‘")
+        plain = core.removesuffix("'s").removesuffix("’s").removesuffix("'").removesuffix("’")
         if plain[:1].isupper() and plain in speakers:
             named.add(plain)
         else:
             kept.append(word)
-    return named, " ".join(kept)
+    rest = " ".join(kept)
+    return named, rest if content_words(rest) else query
 
 
 def speaker_scores(rows: Iterable[dict[str, Any]], named: Collection[str]) -> dict[str, float]:
@@ -67,18 +71,18 @@ def spread(scores: dict[str, float], order: TurnOrder) -> list[tuple[str, float]
 
 
 def keyword_ranking(pool: Sequence[dict[str, Any]], named: Collection[str], order: TurnOrder | None,
-                    limit: int = MAX_CANDIDATES) -> list[str]:
+                    allowed: Callable[[str], bool], limit: int = MAX_CANDIDATES) -> list[str]:
     """The keyword list: the BM25 pool with the named speakers' turns boosted, and, given the `order` of the
-    turns around it, every score spread to its neighbours; the best `limit` ids."""
+    turns around it, every score spread to its neighbours; the best `limit` ids that pass `allowed` (the
+    search's filters)."""
     scores = speaker_scores(pool, named)
     ranked = spread(scores, order) if order is not None else sorted(scores.items(), key=lambda kv: -kv[1])
-    return [key for key, _ in ranked[:limit]]
+    return [key for key, _ in ranked if allowed(key)][:limit]
 
 
 class TurnOrder:
-    """One agent's searchable turns in conversation order, and who spoke them. Read whole at the first search
-    that needs them (from the `turns_table` read), then extended by the writer with each step's turns, so that
-    searches read nothing more; `caught_up_to` is the messages table's version it reflects."""
+    """One agent's searchable turns in conversation order, and who spoke them: read whole (`turns_after`) at the
+    first search that needs them, then extended with each committed step, so that searches read nothing more."""
 
     def __init__(self, turns: pa.Table | None = None) -> None:
         self.ids: list[str] = []
@@ -115,7 +119,7 @@ class TurnOrder:
             self._index[key] = len(self.ids)
             self.ids.append(key)
             self._roles.append(role)
-            self._times.append(created.timestamp())
+            self._times.append(as_utc(created).timestamp())
             if name:
                 self.speakers.add(name)
 

@@ -25,12 +25,10 @@ from agentos.errors import (
     StorageError,
 )
 from agentos.messages import utc_now
-from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.db import CONFLICT_RETRIES, Database, quote, retry_conflicts, storage_errors
 from agentos.storage.directory import Directory
 from agentos.storage.lease import Holder, Lease
 from agentos.storage.schemas import STATE, state_table_name
-
-_CONFLICT_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -71,18 +69,6 @@ def busy_message(name: str, row: AgentRow, action: str, hint: str) -> str:
             f"runs out by itself{until}.")
 
 
-def _retrying(action: str, run: Any) -> Any:
-    """Run a commit, again when LanceDB reports a commit conflict it could not resolve by itself."""
-    for attempt in range(_CONFLICT_RETRIES):
-        try:
-            with storage_errors(action):
-                return run()
-        except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
-            if "commit conflict" not in str(exc).lower() or attempt == _CONFLICT_RETRIES - 1:
-                raise
-    return None  # pragma: no cover - the loop always returns or raises
-
-
 class AgentRows:
     """Reads and compare-and-set writes of agents: the directory, and each agent's state row."""
 
@@ -120,7 +106,7 @@ class AgentRows:
         try:
             table = self._state_table(agent_id)
             self.db.check_writable(state_table_name(agent_id))
-            result = _retrying(action, lambda: table.update(where=where, values=values))
+            result = retry_conflicts(action, lambda: table.update(where=where, values=values))
         except StorageError:
             if self.by_id(agent_id) is None:  # deleted meanwhile: its table is gone
                 self.db.forget(state_table_name(agent_id))
@@ -154,7 +140,7 @@ class AgentRows:
         """Take the agent for `lease` and return its row. A live holder elsewhere is refused; a stale one
         (expired, or a process on this host that has ended) is taken over. With `agent_id`, only that agent:
         a different agent that has the name by now counts as the agent being deleted."""
-        for _ in range(_CONFLICT_RETRIES):
+        for _ in range(CONFLICT_RETRIES):
             row = self.get(name)
             if row is None:
                 raise KeyError(name)

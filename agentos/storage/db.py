@@ -7,7 +7,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -78,6 +78,24 @@ def storage_errors(action: str) -> Iterator[None]:
             raise DamagedStoreError(f"could not {action}: {damage}. Run `agentos doctor` to see what is affected, "
                                     f"and `agentos doctor --repair` to rebuild it from what can be read.") from exc
         raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
+
+
+CONFLICT_RETRIES = 5
+
+
+def retry_conflicts(action: str, run: Callable[[], Any], before_retry: Callable[[], Any] | None = None) -> Any:
+    """Run a commit, again when LanceDB reports a commit conflict it could not resolve by itself (another writer,
+    or a compaction in another process, committed first); `before_retry` catches up with what that one did."""
+    for attempt in range(CONFLICT_RETRIES):
+        try:
+            with storage_errors(action):
+                return run()
+        except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
+            if "commit conflict" not in str(exc).lower() or attempt == CONFLICT_RETRIES - 1:
+                raise
+            if before_retry is not None:
+                before_retry()
+    return None  # pragma: no cover - the loop always returns or raises
 
 
 # column -> index kind, for the shared tables; a tier's own tables name theirs when they are opened
@@ -344,9 +362,12 @@ class Database:
         False when the table does not exist."""
         with storage_errors(f"compact {name!r}"):
             handle = self._handle(name) if self.cached(name) or name in self._table_names(name) else None
-            if handle is None:
-                return False
-            handle.optimize(cleanup_older_than=cleanup_older_than)
+        if handle is None:
+            return False
+        # two compactions at once (`agentos compact` beside an agent's background maintenance): the later one retries
+        retry_conflicts(f"compact {name!r}", lambda: handle.optimize(cleanup_older_than=cleanup_older_than),
+                        handle.checkout_latest)
+        with storage_errors(f"compact {name!r}"):
             ensure_vector_index(handle)
         return True
 
