@@ -213,6 +213,7 @@ class RecallTier(Tier):
         with storage_errors("search recall memory"):
             if not self.ctx.writable:
                 messages.checkout_latest()  # a reader: the writer is another process
+            handle = self.ctx.db.reads.handle("messages")  # the async handle, for this search's reads
             if not query:
                 listing = messages.search().where(where + " AND search_text IS NOT NULL").select(["id", "seq"])
                 rows = sorted(listing.limit(None).to_arrow().to_pylist(), key=lambda r: r["seq"])
@@ -222,25 +223,24 @@ class RecallTier(Tier):
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
                 weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
-                lists, note = self._lists(query, where, self._where(start, end, roles, with_agent=False), used,
-                                          now or utc_now(), (start, end, roles))
+                lists, note = self._lists(handle, query, where, self._where(start, end, roles, with_agent=False),
+                                          used, now or utc_now(), (start, end, roles))
                 capped, known = lists.capped, lists.rows
                 ranked = lists.fused(weights)
             chosen = ranked[page * page_size : (page + 1) * page_size]
-            hits = self._hits(chosen, known)
+            hits = self._hits(handle, chosen, known)
         return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
 
     def _setting(self, name: str, default: Any) -> Any:
         search = getattr(self.ctx.settings(), "search", None) if self.ctx.settings else None
         return getattr(search, name, default) if search is not None else default
 
-    def _lists(self, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
+    def _lists(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
                filters: tuple[datetime | None, datetime | None, Sequence[str] | None]) -> tuple[Lists, str | None]:
         """Every chosen path's ranked list; the reads run at once. A tier's list that fails is left out."""
         table = self.vectors if "vector" in chosen else None
         vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
         reads = self.ctx.db.reads
-        messages = reads.handle("messages")
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
         variant = variant_reads(messages, query, where, _SHOWN) if "variants" in chosen else []
         turns = self._turns_for(messages) if "keyword" in chosen and chosen & {"speakers", "neighbours"} else None
@@ -307,12 +307,12 @@ class RecallTier(Tier):
         self._turns = turns
         return turns
 
-    def _hits(self, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
+    def _hits(self, messages: Any, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
         by_id = {key: known[key] for key, _ in chosen if key in known}
         missing = [key for key, _ in chosen if key not in by_id]
         if missing:  # vector or neighbour hits: one read, through the async API (less per-query work)
             ids = ", ".join(quote(i) for i in missing)
-            query = (self.ctx.db.reads.handle("messages").query().where(f"{self._agent_clause} AND id IN ({ids})")
+            query = (messages.query().where(f"{self._agent_clause} AND id IN ({ids})")
                      .select(["id", *_SHOWN]).limit(len(missing)))
             by_id.update((r["id"], r) for r in self.ctx.db.reads.gather(query.to_arrow())[0].to_pylist())
         hits = []
