@@ -4,6 +4,9 @@
     python benchmarks/recall_search.py --messages 100000 --embedder hash:384
     python benchmarks/recall_search.py --messages 100000 --paths keyword,time,neighbours   # also these paths,
                                                                         # query by query beside the default
+    python benchmarks/recall_search.py --paths keyword,speakers,neighbours,time,rewrite,rerank --instant-model
+        # the model stages, asking the OpenAI provider over HTTP to a local server that answers at once: what a
+        # stage costs besides the model's own time
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=200, help="turns appended for the freshness figure")
     parser.add_argument("--paths", help="also measure these search paths (comma-separated), interleaved with the "
                                         "default ones")
+    parser.add_argument("--instant-model", action="store_true",
+                        help="search's model (rewrite, rerank) is a local server that answers at once, over HTTP")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
     os.environ["AGENTOS_HOME"] = str(root)
@@ -68,6 +73,13 @@ def main() -> int:
         print(f"loaded {args.messages:,} messages in {load_s:.1f} s ({args.messages / load_s:,.0f}/s, embedder "
               f"{args.embedder!r}, commits of 5,000, then compacted)", flush=True)
         recall = agent.tier(RecallTier)
+        if args.instant_model:
+            from provider_overhead import spec, start_server
+
+            from agentos.providers.registry import resolve_model
+
+            server, port = start_server()
+            agent.search_provider = resolve_model(spec("openai", port))
         queries = [" ".join(rng.sample(t.split(), min(4, len(t.split())))) for t in rng.sample(texts, args.queries)]
         t = time.perf_counter()
         recall.search(queries[0])  # reads the turn order whole (the speakers and neighbours paths)

@@ -63,10 +63,10 @@ def test_with_an_embedder_the_eval_compares_search_with_and_without_vectors(tmp_
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
     assert main(["locomo", str(path), "--embedder", "hash:64"]) == 0
     out = capsys.readouterr().out
-    assert "with vectors vs without" in out
+    assert "with vectors and model stages vs without" in out
     gain = next(line for line in out.splitlines() if line.strip().startswith("hit@10"))
     assert gain.split()[1] == "+0.000"  # both find every evidence turn of a three-turn conversation
-    assert "with vectors only: 0 questions; without only: 0" in out
+    assert "with them only: 0 questions; without only: 0" in out
 
 
 def test_paired_gain_interval() -> None:

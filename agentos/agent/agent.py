@@ -159,6 +159,7 @@ class Agent:
         self.last_usage: Usage | None = None
         self.history = RestorePoints(store.db, owner.id)
         self.fact_provider: Provider | None = None  # the model consolidation asks (default: see `consolidator`)
+        self.search_provider: Provider | None = None  # the model search's rewrite and rerank ask (see search_model)
         self._consolidator: Consolidator | None = None
         self._saved_messages = owner.message_count  # messages committed: all that consolidation may read
         self._open_tiers()
@@ -167,7 +168,7 @@ class Agent:
         """(Re)build the tiers and the tool list; a consolidator of the old tiers is replaced by one of the new."""
         self.tiers = Tiers(self.store.db, self.id, self._owner.settings.embedder, writable=not self.read_only,
                            check_writable=self.check_writable, on_write=self.store.touched,
-                           settings=lambda: self._owner.settings)
+                           settings=lambda: self._owner.settings, model=self.search_model)
         self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools],
                                   output_limit=self._owner.settings.tool_output_limit)
         self._owner.set_tool_names([t.name for t in self.tools])
@@ -467,6 +468,17 @@ class Agent:
             self.fact_provider = resolve_model(spec, context_window=configured_window(spec),
                                                **provider_options(self.settings))
         return self.fact_provider
+
+    def search_model(self) -> Provider:
+        """The model the rewrite and rerank search paths ask: `search_provider` if set, the search settings' model
+        spec, or a new connection to the agent's model (its own, so that a search shares nothing with the turn)."""
+        from agentos.providers.registry import resolve_model
+
+        if self.search_provider is None:
+            spec = self.settings.search.model or self.model
+            self.search_provider = resolve_model(spec, context_window=configured_window(spec),
+                                                 **provider_options(self.settings))
+        return self.search_provider
 
     def consolidate(self, progress: Callable[[int, int], None] | None = None) -> ConsolidationReport:
         """Consolidate every saved message not yet consolidated, now (the background thread waits)."""

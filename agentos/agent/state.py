@@ -68,6 +68,7 @@ class SearchSettings(BaseModel):
 
     paths: list[str] = Field(default_factory=lambda: default_paths())
     weights: dict[str, float] = Field(default_factory=dict)  # by path; a path not named here has its default weight
+    model: str | None = None  # the model the rewrite and rerank paths ask (a cheaper one); default: the agent's own
 
 
 class AgentSettings(BaseModel):

@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--home", help="data home for the loaded agents (default: a temp dir, removed after)")
     p.add_argument("--paths", type=paths, default=None,
                    help="the search paths to fuse, e.g. keyword,variants,time,graph,neighbours (default: the agent's)")
+    p.add_argument("--search-model", help="the model the rewrite and rerank paths ask, e.g. openai/gpt-4.1-mini "
+                                          "(default: none; those paths are left out)")
     p.add_argument("--ablation", action="store_true",
                    help="every path alone, then cumulative, with gains over keywords alone (95%% paired bootstrap)")
     add_qa(sub)
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from agentos.eval.locomo import run
 
     return run(args.path, embedder=args.embedder, limit=args.limit, home=args.home, paths=args.paths,
-               ablation=args.ablation)
+               ablation=args.ablation, search_model=args.search_model)
 
 
 if __name__ == "__main__":

@@ -123,17 +123,26 @@ def compact(store: Store, agent: Agent) -> None:
 
 
 def run(path: str, *, embedder: str = "none", limit: int | None = None, home: str | None = None,
-        paths: tuple[str, ...] | None = None, ablation: bool = False) -> int:
-    from agentos.memory.recall_paths import PATHS
+        paths: tuple[str, ...] | None = None, ablation: bool = False, search_model: str | None = None) -> int:
+    """Load every conversation, ask every question through recall search, print the figures. `search_model`
+    (a model spec) is the model the rewrite and rerank paths ask; without one they are left out."""
+    from agentos.memory.recall_paths import MODEL_PATHS, PATHS
     from agentos.tokens import EstimateCounter
 
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
     store = Store(root / "db")
-    available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"]  # no consolidation here
+    available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"  # no consolidation here
+                 and (p not in MODEL_PATHS or search_model)]
     from agentos.agent.state import SearchSettings
 
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
+    default += MODEL_PATHS if search_model else ()
+    provider = None
+    if search_model:
+        from agentos.eval.locomo_qa import resolve
+
+        provider = resolve(search_model)
     configs = ablation_configs(available) if ablation else [Config(paths or default)]
     baseline: dict[int, list[dict[str, float]]] = {}  # the same questions without vectors, when an embedder is set
     counter = EstimateCounter()
@@ -146,8 +155,10 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             load_s += time.perf_counter() - t
             prefix = f"{sample['sample_id']}|"
             now = max(m.created_at for m in turn_messages(sample))  # questions are asked after the conversation
-            keywords = None if embedder == "none" or ablation else keyword_recall(store, agent)
-            without = tuple(p for p in configs[0].paths or () if p != "vector")  # the same paths, less vectors
+            agent.search_provider = provider
+            keywords = None if (embedder == "none" and not search_model) or ablation else keyword_recall(store, agent)
+            # the same paths, less vectors and the model's stages
+            without = tuple(p for p in configs[0].paths or () if p != "vector" and p not in MODEL_PATHS)
             recall = agent.tier(RecallTier)
             for qa in sample["qa"]:
                 evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
@@ -221,14 +232,14 @@ def _compare(hybrid: list[dict[str, float]], keyword: list[dict[str, float]]) ->
     """How search with vectors differs from the same search without them, on the same questions (categories 1-4)."""
     if not hybrid:
         return
-    print("with vectors vs without (the same paths otherwise), same questions (1-4), gain with 95% paired-bootstrap "
-          "interval:")
+    print("with vectors and model stages vs without (the same paths otherwise), same questions (1-4), gain with 95% "
+          "paired-bootstrap interval:")
     for key, label in (("hit@10", "hit@10"), ("recall@10", "ev.rec@10"), ("mrr", "MRR")):
         mean, low, high = paired_gain([r[key] for r in hybrid], [r[key] for r in keyword])
         print(f"  {label:<10} {mean:+.3f}  [{low:+.3f}, {high:+.3f}]")
     only_hybrid = sum(1 for h, k in zip(hybrid, keyword) if h["hit@10"] and not k["hit@10"])
     only_keyword = sum(1 for h, k in zip(hybrid, keyword) if k["hit@10"] and not h["hit@10"])
-    print(f"  evidence in the top 10 with vectors only: {only_hybrid} questions; without only: {only_keyword}")
+    print(f"  evidence in the top 10 with them only: {only_hybrid} questions; without only: {only_keyword}")
 
 
 def _line(label: str, scores: list[dict[str, float]]) -> None:

@@ -7,14 +7,15 @@ owns their vectors (`recall_vectors_<agent>`) and the `conversation_search` tool
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from agentos.errors import ToolError
+from agentos.errors import ConfigError, ProviderError, ToolError
 from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
+from agentos.memory.model_stages import RERANK_POOL, SearchModel
 from agentos.memory.recall_paths import (
     DEFAULT_PATHS,
     DEFAULT_WEIGHTS,
@@ -42,7 +43,7 @@ from agentos.memory.search import (
 )
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
-from agentos.memory.turn_context import TurnOrder, keyword_ranking, named_speakers, turns_after
+from agentos.memory.turn_context import TurnOrder, around, keyword_ranking, named_speakers, turns_after
 from agentos.messages import Message, utc_now
 from agentos.storage.db import quote, replace_table, storage_errors
 from agentos.storage.records import embed_text
@@ -56,6 +57,7 @@ SEARCH_ROLES = ("user", "assistant")
 _SHOWN = ["role", "content", "name", "created_at", "seq"]
 _INDEXES = {"id": "btree"}
 _DEFERRED_LIMIT = 1000  # messages kept for embedding later while the embedder is failing
+T = TypeVar("T")
 
 
 def vectors_table_name(agent_id: str) -> str:
@@ -74,6 +76,7 @@ class RecallTier(Tier):
         self._turns: TurnOrder | None = None  # the searchable turns in order, for the speakers and neighbours paths
         self._turns_version: int | None = None  # (a reader) the messages table's version they were read at
         self._unsaved_turns: dict[str, tuple[str, str, datetime, str | None]] = {}  # in a step not committed yet
+        self._model: SearchModel | None = None  # for the rewrite and rerank paths, made at their first use
         self.last_error: str | None = None
 
     @classmethod
@@ -209,7 +212,7 @@ class RecallTier(Tier):
         if not query and start is None and end is None:
             raise ToolError("give a query, or start_date and/or end_date for a date search.")
         messages = self.ctx.db.table("messages")
-        note = None
+        notes: list[str] = []
         with storage_errors("search recall memory"):
             if not self.ctx.writable:
                 messages.checkout_latest()  # a reader: the writer is another process
@@ -223,55 +226,69 @@ class RecallTier(Tier):
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
                 weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
-                lists, note = self._lists(handle, query, where, self._where(start, end, roles, with_agent=False),
-                                          used, now or utc_now(), (start, end, roles))
+                filters = (start, end, roles)
+                lists = self._lists(handle, query, where, self._where(start, end, roles, with_agent=False),
+                                    used, now or utc_now(), filters, notes)
                 capped, known = lists.capped, lists.rows
                 ranked = lists.fused(weights)
+                order = lists.order
+                if order is not None:  # the neighbours path: every hit's score spreads to its neighbours
+                    ranked = around(ranked, order, lambda key: key in known or order.allows(key, *filters))
+                if "rerank" in used and len(ranked) > 1:
+                    ranked = self._reranked(handle, query, ranked, known, notes)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(handle, chosen, known)
-        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped, note=note)
+        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped,
+                    note=" ".join(notes) or None)
 
     def _setting(self, name: str, default: Any) -> Any:
         search = getattr(self.ctx.settings(), "search", None) if self.ctx.settings else None
         return getattr(search, name, default) if search is not None else default
 
     def _lists(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
-               filters: tuple[datetime | None, datetime | None, Sequence[str] | None]) -> tuple[Lists, str | None]:
-        """Every chosen path's ranked list; the reads run at once. A tier's list that fails is left out."""
+               filters: tuple[datetime | None, datetime | None, Sequence[str] | None], notes: list[str]) -> Lists:
+        """Every chosen path's ranked list; the reads run at once. A path that fails is left out, and `notes`
+        says why when the model should know (meaning or a model stage left out)."""
+        from agentos.memory.query import variants
+
         table = self.vectors if "vector" in chosen else None
         vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
+        notes.extend([note] if note else [])
         reads = self.ctx.db.reads
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
-        variant = variant_reads(messages, query, where, _SHOWN) if "variants" in chosen else []
-        turns = self._turns_for(messages) if "keyword" in chosen and chosen & {"speakers", "neighbours"} else None
-        named, words = (named_speakers(query, turns.speakers) if turns is not None and "speakers" in chosen
-                        else (set(), query))
+        queries = {"variants": list(variants(query)) if "variants" in chosen else [],
+                   "rewrite": self._asked("rewriting the question", lambda m: m.rewrite(query), notes) or []
+                   if "rewrite" in chosen else []}
+        speakers = "keyword" in chosen and "speakers" in chosen
+        turns = self._turns_for(messages) if speakers or "neighbours" in chosen else None
+        named, words = named_speakers(query, turns.speakers) if turns is not None and speakers else (set(), query)
         found = reads.gather(
             fts_rows(messages, words or query, "search_text", where, MAX_CANDIDATES, _SHOWN)
             if "keyword" in chosen else None,
             vector_read(vectors, vector, None if vwhere == "true" else vwhere),
             time_read(messages, query, where, now, _SHOWN) if "time" in chosen else None,
-            *variant,
+            *variant_reads(messages, queries["variants"] + queries["rewrite"], where, _SHOWN),
         )
-        lists = Lists()
+        lists = Lists(order=turns if "neighbours" in chosen else None)
         if found[0] is not None:
             pool = found[0]
             lists.add("keyword", pool)
             lists.capped = len(pool) >= MAX_CANDIDATES
-            order = turns if turns is not None and "neighbours" in chosen else None
-            own = {r["id"] for r in pool}
-            lists.ranked["keyword"] = keyword_ranking(
-                pool, named, order, lambda key: key in own or (order is not None and order.allows(key, *filters)))
+            lists.ranked["keyword"] = keyword_ranking(pool, named)
         lists.add("vector", found[1], keep_rows=False)
         lists.add("time", found[2])
         if "time" in chosen and found[2] is None and found[0]:
             dated = dated_ids(query, found[0])
             if dated:
                 lists.ranked["time"] = dated
-        if variant:
-            for rows in found[3:]:
-                lists.add("variants", rows)  # rows kept; the ids are fused below
-            lists.ranked["variants"] = [key for key, _ in rrf([[r["id"] for r in rows] for rows in found[3:]])]
+        at = 3
+        for path, texts in queries.items():
+            results = found[at : at + len(texts)]
+            at += len(texts)
+            if results:
+                for rows in results:
+                    lists.add(path, rows)  # rows kept; the ids are fused below
+                lists.ranked[path] = [key for key, _ in rrf([[r["id"] for r in rows] for rows in results])]
         for tier in self.ctx.rankers() if self.ctx.rankers else []:
             if tier.name in chosen:
                 try:
@@ -281,7 +298,36 @@ class RecallTier(Tier):
                     ranked = None
                 if ranked:
                     lists.ranked[tier.name] = list(ranked)
-        return lists, note
+        return lists
+
+    def _asked(self, what: str, ask: Callable[[SearchModel], T], notes: list[str]) -> T | None:
+        """A model stage's answer; None when the agent has no model for search or the call fails, and `notes`
+        then says that the stage was left out."""
+        try:
+            if self._model is None:
+                provider = self.ctx.model() if self.ctx.model is not None else None
+                if provider is None:
+                    notes.append(f"No model is set for search, so {what} was left out.")
+                    return None
+                self._model = SearchModel(provider)
+            return ask(self._model)
+        except (ProviderError, ConfigError) as exc:
+            log.warning("%s left out of a search: %s", what, exc)
+            notes.append(f"The search model failed, so {what} was left out ({exc}).")
+            return None
+
+    def _reranked(self, messages: Any, query: str, ranked: list[tuple[str, float]], known: dict[str, dict[str, Any]],
+                  notes: list[str]) -> list[tuple[str, float]]:
+        """The fused list with its best RERANK_POOL reordered by the search model (unchanged when it fails);
+        the pool's rows join `known`, so the page reads them once."""
+        rows = self._rows(messages, [key for key, _ in ranked[:RERANK_POOL]], known)
+        pool = [key for key, _ in ranked[:RERANK_POOL] if key in rows]
+        order = self._asked("reranking", lambda m: m.rerank(
+            query, pool, [(shown_text(rows[key]), rows[key]["created_at"]) for key in pool]), notes)
+        if order is None:
+            return ranked
+        score, placed = dict(ranked), set(order)
+        return [(key, score[key]) for key in order] + [kv for kv in ranked if kv[0] not in placed]
 
     @property
     def _agent_clause(self) -> str:
@@ -307,21 +353,26 @@ class RecallTier(Tier):
         self._turns = turns
         return turns
 
-    def _hits(self, messages: Any, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
-        by_id = {key: known[key] for key, _ in chosen if key in known}
-        missing = [key for key, _ in chosen if key not in by_id]
-        if missing:  # vector or neighbour hits: one read, through the async API (less per-query work)
+    def _rows(self, messages: Any, keys: Sequence[str], known: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The rows of these messages: those in `known`, and the others (vector or neighbour hits) in one read
+        through the async API, which join `known`."""
+        missing = [key for key in keys if key not in known]
+        if missing:
             ids = ", ".join(quote(i) for i in missing)
             query = (messages.query().where(f"{self._agent_clause} AND id IN ({ids})")
                      .select(["id", *_SHOWN]).limit(len(missing)))
-            by_id.update((r["id"], r) for r in self.ctx.db.reads.gather(query.to_arrow())[0].to_pylist())
-        hits = []
-        for key, score in chosen:
-            r = by_id.get(key)
-            if r is not None:
-                text = f"{r['name']}: {r['content']}" if r.get("name") else r["content"] or ""
-                hits.append(Hit(id=key, text=text, created_at=r["created_at"], role=r["role"], score=score))
-        return hits
+            known.update((r["id"], r) for r in self.ctx.db.reads.gather(query.to_arrow())[0].to_pylist())
+        return {key: known[key] for key in keys if key in known}
+
+    def _hits(self, messages: Any, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
+        rows = self._rows(messages, [key for key, _ in chosen], known)
+        return [Hit(id=key, text=shown_text(rows[key]), created_at=rows[key]["created_at"], role=rows[key]["role"],
+                    score=score) for key, score in chosen if key in rows]
+
+
+def shown_text(row: dict[str, Any]) -> str:
+    """A message as search shows it: its speaker's name, when it has one, before its text."""
+    return f"{row['name']}: {row['content']}" if row.get("name") else row["content"] or ""
 
 
 @tool

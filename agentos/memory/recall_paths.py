@@ -5,14 +5,20 @@ that finds nothing costs nothing, and one that fails is left out.
 Paths (names used in settings and by the eval's ablation):
 - keyword: BM25 over the question, over a pool of MAX_CANDIDATES matches;
 - speakers: a speaker the question names is matched against who spoke, not as a word (memory.turn_context);
-- neighbours: a keyword hit's score spreads to the turns around it, where an answer often is (memory.turn_context);
+- neighbours: not a list: every hit's fused score spreads to the turns around it, where an answer often is
+  (memory.turn_context);
 - variants: BM25 over its content words (memory.query);
 - vector: nearest neighbours by meaning (with an embedder);
 - time: a temporal expression in the question, resolved against the agent's time, ranks the messages in that range
   (BM25 within it): a boost, never a filter; a question that asks when ranks the keyword hits that say when;
 - graph: messages linked to the entities of the question, with one- and two-hop expansion (when the entity graph
   tier is installed);
-- facts: the messages the facts that best match the question came from (when consolidation has made facts).
+- facts: the messages the facts that best match the question came from (when consolidation has made facts);
+- rewrite: BM25 over the keyword queries a language model writes for the question (memory.model_stages);
+- rerank: not a list: a language model reorders the fused list's best candidates (memory.model_stages).
+
+rewrite and rerank need a model for search (the agent's, or `search.model`); each costs a model call per new
+question, so they are off unless chosen.
 """
 
 from __future__ import annotations
@@ -23,14 +29,17 @@ from datetime import datetime
 from typing import Any
 
 from agentos.memory.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clauses, fts_rows, nearest_rows, rrf
+from agentos.memory.turn_context import TurnOrder
 
-PATHS = ("keyword", "speakers", "neighbours", "time", "variants", "graph", "facts", "vector")
+PATHS = ("keyword", "speakers", "neighbours", "time", "variants", "graph", "facts", "vector", "rewrite", "rerank")
 # what agents search with unless their settings say; in the LoCoMo ablation (README) speakers, neighbours and time
 # each gained on some categories and lost on none, vectors gained overall
 DEFAULT_PATHS = ["keyword", "speakers", "neighbours", "time", "vector"]
 MATCHING_PATHS = ["keyword", "vector"]  # searches typed by a person (TUI, CLI): what matches, no neighbours
-KEYWORD_STAGES = ("speakers", "neighbours")  # not lists of their own: they rescore the keyword pool
-DEFAULT_WEIGHTS = {"keyword": 1.0, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5, "facts": 0.5}
+KEYWORD_STAGES = ("speakers", "neighbours")  # not lists of their own: they rescore the keyword pool or the fusion
+MODEL_PATHS = ("rewrite", "rerank")  # those that ask a language model
+DEFAULT_WEIGHTS = {"keyword": 1.0, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5, "facts": 0.5,
+                   "rewrite": 0.5}
 
 
 @dataclass
@@ -40,6 +49,7 @@ class Lists:
     ranked: dict[str, list[str]] = field(default_factory=dict)
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     capped: bool = False
+    order: TurnOrder | None = None  # the turns in order, when the fused scores spread to neighbours
 
     def add(self, path: str, rows: Sequence[dict[str, Any]] | None, *, keep_rows: bool = True) -> None:
         if rows is None:
@@ -54,11 +64,9 @@ class Lists:
         return rrf([self.ranked[p] for p in paths], [weights.get(p, 1.0) for p in paths])
 
 
-def variant_reads(handle: Any, question: str, where: str, columns: Sequence[str]) -> list[Any]:
-    """BM25 reads of the question's variants (content words, names), to gather with the others."""
-    from agentos.memory.query import variants
-
-    return [fts_rows(handle, v, "search_text", where, MAX_CANDIDATES, columns) for v in variants(question)]
+def variant_reads(handle: Any, queries: Sequence[str], where: str, columns: Sequence[str]) -> list[Any]:
+    """BM25 reads of a question's variants or rewrites, to gather with the others."""
+    return [fts_rows(handle, q, "search_text", where, MAX_CANDIDATES, columns) for q in queries]
 
 
 def time_read(handle: Any, question: str, where: str, now: datetime, columns: Sequence[str]) -> Any | None:

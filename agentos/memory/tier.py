@@ -47,6 +47,7 @@ class TierContext:
     on_write: Callable[[str], None] | None = None  # told the table name after a write outside a step
     settings: Callable[[], Any] | None = None  # the agent's settings now (AgentSettings), for tiers with their own
     rankers: Callable[[], list[Any]] | None = None  # the agent's tiers that rank messages for recall search
+    model: Callable[[], Any] | None = None  # the language model search stages ask (a Provider), when there is one
 
     def check_writable(self, what: str) -> None:
         if not self.writable:

@@ -45,11 +45,11 @@ class Tiers:
 
     def __init__(self, db: Database, agent_id: str, embedder_spec: str, *, writable: bool = True,
                  check_writable: Callable[[], None] | None = None, on_write: Callable[[str], None] | None = None,
-                 settings: Callable[[], Any] | None = None) -> None:
+                 settings: Callable[[], Any] | None = None, model: Callable[[], Any] | None = None) -> None:
         self.embedder_spec = embedder_spec
         self._embedder: Embedder | None = None
         ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, writable=writable, guard=check_writable,
-                          on_write=on_write, settings=settings, rankers=self.rankers)
+                          on_write=on_write, settings=settings, rankers=self.rankers, model=model)
         self._tiers = [kind(ctx) for kind in TIER_KINDS]
 
     def rankers(self) -> list[Tier]:

@@ -1,10 +1,11 @@
-"""Keyword scores that look past a turn's own words: who spoke it, and what was said around it.
+"""Search scores that look past a turn's own words: who spoke it, and what was said around it.
 
 - speakers: a name in the query that is the name of someone in the conversation asks about what that person
   said, so it is matched against who spoke, not as a word of the text: it leaves the BM25 query, and that
   person's own turns score (1 + SPEAKER_BOOST) times their BM25. As a word, a speaker's name is in a share of
   all turns and lifts short ones that only say it ("Thanks, Sam!").
-- neighbours: a turn's score spreads to the turns around it, most to the replies after it: an answer is often
+- neighbours: a hit's fused score (from every path) spreads to the turns around it, most to the replies after
+  it: an answer is often
   in the reply to the turn that matched the question, and a story is told across turns. Turns are counted among
   the searchable ones, so tool traffic between them is skipped.
 """
@@ -70,14 +71,17 @@ def spread(scores: dict[str, float], order: TurnOrder) -> list[tuple[str, float]
     return sorted(total.items(), key=lambda kv: (-kv[1], place.get(kv[0], len(order))))
 
 
-def keyword_ranking(pool: Sequence[dict[str, Any]], named: Collection[str], order: TurnOrder | None,
-                    allowed: Callable[[str], bool], limit: int = MAX_CANDIDATES) -> list[str]:
-    """The keyword list: the BM25 pool with the named speakers' turns boosted, and, given the `order` of the
-    turns around it, every score spread to its neighbours; the best `limit` ids that pass `allowed` (the
-    search's filters)."""
+def keyword_ranking(pool: Sequence[dict[str, Any]], named: Collection[str]) -> list[str]:
+    """The keyword list: the BM25 pool with the named speakers' turns boosted."""
     scores = speaker_scores(pool, named)
-    ranked = spread(scores, order) if order is not None else sorted(scores.items(), key=lambda kv: -kv[1])
-    return [key for key, _ in ranked if allowed(key)][:limit]
+    return [key for key, _ in sorted(scores.items(), key=lambda kv: -kv[1])]
+
+
+def around(fused: Sequence[tuple[str, float]], order: TurnOrder, allowed: Callable[[str], bool]) -> list[tuple[str, float]]:
+    """The fused list with every score spread to its neighbours: the ids that pass `allowed` (the search's
+    filters), no more of them than the fusion had or MAX_CANDIDATES, whichever is more."""
+    ranked = [kv for kv in spread(dict(fused), order) if allowed(kv[0])]
+    return ranked[: max(len(fused), MAX_CANDIDATES)]
 
 
 class TurnOrder:
