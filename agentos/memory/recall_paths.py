@@ -32,8 +32,8 @@ from agentos.memory.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clause
 from agentos.memory.turn_context import TurnOrder
 
 PATHS = ("keyword", "speakers", "neighbours", "time", "variants", "graph", "facts", "vector", "rewrite", "rerank")
-# what agents search with unless their settings say; in the LoCoMo ablation (README) speakers, neighbours and time
-# each gained on some categories and lost on none, vectors gained overall
+# what agents search with unless their settings say; in the LoCoMo ablation (README) neighbours, time and vectors
+# gained overall; speakers, on top of neighbours, lifts MRR (0.496 -> 0.527) for 0.009 of hit@10
 DEFAULT_PATHS = ["keyword", "speakers", "neighbours", "time", "vector"]
 MATCHING_PATHS = ["keyword", "vector"]  # searches typed by a person (TUI, CLI): what matches, no neighbours
 KEYWORD_STAGES = ("speakers", "neighbours")  # not lists of their own: they rescore the keyword pool or the fusion
