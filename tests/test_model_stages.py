@@ -51,6 +51,7 @@ def test_rerank_answers_are_read_as_passage_numbers() -> None:
     assert picked_numbers("0", 5) == []  # none helps
     assert picked_numbers("passages 7 and 2", 5) == [2]  # out of range: left out
     assert picked_numbers("I cannot tell.", 5) == []
+    assert picked_numbers("[4] (2024-03-01) the ferry", 5) == [4]  # an echoed header's date names nothing
 
 
 def test_a_rewritten_query_finds_an_answer_that_shares_no_word_with_the_question(agentos_home: Path) -> None:
@@ -115,13 +116,35 @@ def test_an_answer_that_names_no_passage_changes_nothing(agentos_home: Path, ans
     assert [h.id for h in recall.search("garden party", paths=["keyword", "rerank"]).hits] == plain
 
 
-def test_a_failing_search_model_leaves_its_stages_out_and_says_so(agentos_home: Path) -> None:
+@pytest.mark.parametrize("error", [ServerError("the server is overloaded"), ValueError("overloaded plugin")])
+def test_a_failing_search_model_leaves_its_stages_out_and_says_so(agentos_home: Path, error: Exception) -> None:
     agent, messages = agent_with([*FILLER, "the ferry broke down", "the ferry broke down again, in the rain"])
-    agent.search_provider = ScriptedProvider([ServerError("the server is overloaded")] * 2)
+    agent.search_provider = ScriptedProvider([error] * 2)
     page = agent.tier(RecallTier).search("ferry broke down", paths=["keyword", "rewrite", "rerank"])
     assert [h.id for h in page.hits] == [m.id for m in messages[-2:]]
     assert "rewriting the question was left out" in (page.note or "")
     assert "reranking was left out" in (page.note or "") and "overloaded" in (page.note or "")
+
+
+def test_pages_agree_when_the_model_fails_for_the_first(agentos_home: Path) -> None:
+    agent, _ = agent_with([f"the harbour trip number {i} was fine" for i in range(8)])
+    agent.search_provider = ScriptedProvider([ServerError("overloaded"), "8, 7, 6, 5, 4, 3, 2, 1"])
+    recall = agent.tier(RecallTier)
+    first = recall.search("harbour trip", page_size=4, paths=["keyword", "rerank"])
+    second = recall.search("harbour trip", page=1, page_size=4, paths=["keyword", "rerank"])
+    assert "reranking was left out" in (second.note or "")  # the failure holds for the rest of this search
+    assert len({h.id for h in first.hits + second.hits}) == 8
+
+
+def test_a_new_search_model_is_asked_from_the_next_search(agentos_home: Path) -> None:
+    agent, _ = agent_with([*FILLER, "I started violin lessons."])
+    old, new = ScriptedProvider(lambda request: "violin"), ScriptedProvider(lambda request: "violin")
+    recall = agent.tier(RecallTier)
+    agent.search_provider = old
+    recall.search("Which instrument?", paths=["keyword", "rewrite"])
+    agent.search_provider = new
+    recall.search("Which instrument now?", paths=["keyword", "rewrite"])
+    assert (len(old.requests), len(new.requests)) == (1, 1)
 
 
 def test_without_a_model_for_search_the_stages_are_left_out(agentos_home: Path) -> None:
@@ -160,3 +183,16 @@ def test_the_search_model_spec_is_resolved_from_the_settings(agentos_home: Path,
     page = agent.tier(RecallTier).search("ferry", paths=["keyword", "rewrite"])
     assert len(page.hits) == 1 and "rewriting the question was left out" in (page.note or "")
     assert "OPENAI_API_KEY" in (page.note or "")
+    agent.update_settings(search=SearchSettings(model="scripted/demo"))  # offline: it resolves, and answers
+    assert agent.tier(RecallTier).search("ferry", paths=["keyword", "rewrite"]).note is None
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    agent.update_settings(search=SearchSettings(model="anthropic/claude-haiku-4-5"))
+    page = agent.tier(RecallTier).search("ferry again", paths=["keyword", "rewrite"])
+    assert "ANTHROPIC_API_KEY" in (page.note or "")  # the new setting's model, resolved again
+
+
+def test_the_ablation_runs_rerank_alone_over_keywords() -> None:
+    from agentos.eval.locomo import ablation_configs
+
+    alone = [c.paths for c in ablation_configs(["keyword", "neighbours", "time", "rerank"])]
+    assert ("keyword", "rerank") in alone and ("rerank",) not in alone

@@ -160,6 +160,7 @@ class Agent:
         self.history = RestorePoints(store.db, owner.id)
         self.fact_provider: Provider | None = None  # the model consolidation asks (default: see `consolidator`)
         self.search_provider: Provider | None = None  # the model search's rewrite and rerank ask (see search_model)
+        self._resolved_search: tuple[str, Provider] | None = None  # (spec, provider) when search_provider is unset
         self._consolidator: Consolidator | None = None
         self._saved_messages = owner.message_count  # messages committed: all that consolidation may read
         self._open_tiers()
@@ -474,11 +475,13 @@ class Agent:
         spec, or a new connection to the agent's model (its own, so that a search shares nothing with the turn)."""
         from agentos.providers.registry import resolve_model
 
-        if self.search_provider is None:
-            spec = self.settings.search.model or self.model
-            self.search_provider = resolve_model(spec, context_window=configured_window(spec),
-                                                 **provider_options(self.settings))
-        return self.search_provider
+        if self.search_provider is not None:
+            return self.search_provider
+        spec = self.settings.search.model or self.model
+        if self._resolved_search is None or self._resolved_search[0] != spec:  # resolved again when settings change
+            self._resolved_search = spec, resolve_model(spec, context_window=configured_window(spec),
+                                                        **provider_options(self.settings))
+        return self._resolved_search[1]
 
     def consolidate(self, progress: Callable[[int, int], None] | None = None) -> ConsolidationReport:
         """Consolidate every saved message not yet consolidated, now (the background thread waits)."""

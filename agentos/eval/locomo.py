@@ -106,10 +106,10 @@ class Config:
 
 
 def ablation_configs(available: list[str]) -> list[Config]:
-    """Each path alone (one that reranks the keyword pool, with keywords), then cumulative in PATHS order."""
-    from agentos.memory.recall_paths import KEYWORD_STAGES
+    """Each path alone (a stage that reorders what others found, with keywords), then cumulative in PATHS order."""
+    from agentos.memory.recall_paths import STAGES
 
-    alone = [("keyword", p) if p in KEYWORD_STAGES else (p,) for p in available]
+    alone = [("keyword", p) if p in STAGES else (p,) for p in available]
     cumulative = [tuple(available[: i + 1]) for i in range(1, len(available))]
     return [Config(paths) for paths in dict.fromkeys(alone + cumulative)]  # keyword+speakers is both: once
 

@@ -10,6 +10,7 @@ that fails is the caller's to leave out (search still answers); an answer that c
 from __future__ import annotations
 
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
@@ -24,6 +25,8 @@ PASSAGE_CHARS = 400  # of each candidate shown to the reranker
 MAX_QUERY_CHARS = 200  # a longer line is not a keyword query
 MAX_OUTPUT_TOKENS = 200
 REMEMBERED = 64  # answers kept per stage
+FAILURE_SECONDS = 300.0  # a failed call is remembered this long: the next page of that search fails alike, and
+# keeps the order its first page was cut from
 
 REWRITE_PROMPT = (
     "You write search queries for a keyword search over the messages of a past conversation. Given a question, "
@@ -40,6 +43,7 @@ RERANK_PROMPT = (
 T = TypeVar("T")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|query\s*\d*:)\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def rewrite_lines(text: str, question: str) -> list[str]:
@@ -56,10 +60,10 @@ def rewrite_lines(text: str, question: str) -> list[str]:
 
 
 def picked_numbers(text: str, count: int) -> list[int]:
-    """The passage numbers (1-based) a rerank answer names, in its order, each once; numbers out of range are
-    left out (0, "none helps", names none)."""
+    """The passage numbers (1-based) a rerank answer names, in its order, each once; numbers out of range and
+    dates are left out (0, "none helps", names none)."""
     picked: dict[int, None] = {}
-    for match in _NUMBER.finditer(text):
+    for match in _NUMBER.finditer(_DATE.sub(" ", text)):  # a passage's date echoed back names no passage
         number = int(match.group())
         if 1 <= number <= count:
             picked.setdefault(number, None)
@@ -104,11 +108,32 @@ class SearchModel:
         return complete(self.provider, request).text
 
     def _remembered(self, key: Hashable, answer: Callable[[], T]) -> T:
+        """The answer given for `key` lately, or a new one; a failure is remembered (and raised again) for
+        FAILURE_SECONDS, so that the pages of one search agree."""
         if key in self._answers:
-            self._answers.move_to_end(key)
-            return self._answers[key]  # type: ignore[return-value]
-        value = answer()
+            value = self._answers[key]
+            if not isinstance(value, _Failed):
+                self._answers.move_to_end(key)
+                return value  # type: ignore[return-value]
+            if time.monotonic() < value.until:
+                raise value.error
+        try:
+            fresh = answer()
+        except Exception as exc:
+            self._keep(key, _Failed(exc, time.monotonic() + FAILURE_SECONDS))
+            raise
+        self._keep(key, fresh)
+        return fresh
+
+    def _keep(self, key: Hashable, value: object) -> None:
         self._answers[key] = value
+        self._answers.move_to_end(key)
         if len(self._answers) > REMEMBERED:
             self._answers.popitem(last=False)
-        return value
+
+
+class _Failed:
+    """A call that failed, and until when that is remembered."""
+
+    def __init__(self, error: Exception, until: float) -> None:
+        self.error, self.until = error, until

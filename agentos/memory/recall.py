@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from agentos.errors import ConfigError, ProviderError, ToolError
+from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
 from agentos.memory.model_stages import RERANK_POOL, SearchModel
 from agentos.memory.recall_paths import (
@@ -234,7 +234,7 @@ class RecallTier(Tier):
                 order = lists.order
                 if order is not None:  # the neighbours path: every hit's score spreads to its neighbours
                     ranked = around(ranked, order, lambda key: key in known or order.allows(key, *filters))
-                if "rerank" in used and len(ranked) > 1:
+                if "rerank" in used:
                     ranked = self._reranked(handle, query, ranked, known, notes)
             chosen = ranked[page * page_size : (page + 1) * page_size]
             hits = self._hits(handle, chosen, known)
@@ -256,9 +256,8 @@ class RecallTier(Tier):
         notes.extend([note] if note else [])
         reads = self.ctx.db.reads
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
-        queries = {"variants": list(variants(query)) if "variants" in chosen else [],
-                   "rewrite": self._asked("rewriting the question", lambda m: m.rewrite(query), notes) or []
-                   if "rewrite" in chosen else []}
+        rewrites = self._asked("rewriting the question", lambda m: m.rewrite(query), notes) if "rewrite" in chosen else None
+        queries = {"variants": list(variants(query)) if "variants" in chosen else [], "rewrite": rewrites or []}
         speakers = "keyword" in chosen and "speakers" in chosen
         turns = self._turns_for(messages) if speakers or "neighbours" in chosen else None
         named, words = named_speakers(query, turns.speakers) if turns is not None and speakers else (set(), query)
@@ -304,14 +303,14 @@ class RecallTier(Tier):
         """A model stage's answer; None when the agent has no model for search or the call fails, and `notes`
         then says that the stage was left out."""
         try:
-            if self._model is None:
-                provider = self.ctx.model() if self.ctx.model is not None else None
-                if provider is None:
-                    notes.append(f"No model is set for search, so {what} was left out.")
-                    return None
+            provider = self.ctx.model() if self.ctx.model is not None else None
+            if provider is None:
+                notes.append(f"No model is set for search, so {what} was left out.")
+                return None
+            if self._model is None or self._model.provider is not provider:  # the agent's model for search changed
                 self._model = SearchModel(provider)
             return ask(self._model)
-        except (ProviderError, ConfigError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a failing stage is left out; search still answers
             log.warning("%s left out of a search: %s", what, exc)
             notes.append(f"The search model failed, so {what} was left out ({exc}).")
             return None
@@ -322,6 +321,8 @@ class RecallTier(Tier):
         the pool's rows join `known`, so the page reads them once."""
         rows = self._rows(messages, [key for key, _ in ranked[:RERANK_POOL]], known)
         pool = [key for key, _ in ranked[:RERANK_POOL] if key in rows]
+        if len(pool) < 2:
+            return ranked
         order = self._asked("reranking", lambda m: m.rerank(
             query, pool, [(shown_text(rows[key]), rows[key]["created_at"]) for key in pool]), notes)
         if order is None:

@@ -36,7 +36,7 @@ PATHS = ("keyword", "speakers", "neighbours", "time", "variants", "graph", "fact
 # gained overall; speakers, on top of neighbours, lifts MRR (0.496 -> 0.527) for 0.009 of hit@10
 DEFAULT_PATHS = ["keyword", "speakers", "neighbours", "time", "vector"]
 MATCHING_PATHS = ["keyword", "vector"]  # searches typed by a person (TUI, CLI): what matches, no neighbours
-KEYWORD_STAGES = ("speakers", "neighbours")  # not lists of their own: they rescore the keyword pool or the fusion
+STAGES = ("speakers", "neighbours", "rerank")  # not lists of their own: they reorder what the other paths found
 MODEL_PATHS = ("rewrite", "rerank")  # those that ask a language model
 DEFAULT_WEIGHTS = {"keyword": 1.0, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5, "facts": 0.5,
                    "rewrite": 0.5}

@@ -5,9 +5,8 @@
   person's own turns score (1 + SPEAKER_BOOST) times their BM25. As a word, a speaker's name is in a share of
   all turns and lifts short ones that only say it ("Thanks, Sam!").
 - neighbours: a hit's fused score (from every path) spreads to the turns around it, most to the replies after
-  it: an answer is often
-  in the reply to the turn that matched the question, and a story is told across turns. Turns are counted among
-  the searchable ones, so tool traffic between them is skipped.
+  it: an answer is often in the reply to the turn that matched the question, and a story is told across turns.
+  Turns are counted among the searchable ones, so tool traffic between them is skipped.
 """
 
 from __future__ import annotations
