@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentos.agent.agent import Agent
@@ -41,3 +41,14 @@ def recall(agent: Agent) -> RecallTier:
 
 def day(d: int, month: int = 1, year: int = 2024) -> datetime:
     return datetime(year, month, d, 12, 0, tzinfo=UTC)
+
+
+CONVERSATION_START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def conversation(agent: Agent, turns: list[tuple[str, str]], start: int = 0) -> list[Message]:
+    """Save (role, text) turns as one step, a minute apart from CONVERSATION_START plus `start` minutes."""
+    messages = [Message(role=role, content=text, created_at=CONVERSATION_START + timedelta(minutes=start + i))  # type: ignore[arg-type]
+                for i, (role, text) in enumerate(turns)]
+    agent.add_history(messages)
+    return messages

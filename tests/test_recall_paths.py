@@ -297,3 +297,18 @@ def test_a_reader_reads_the_order_again_after_the_writer_rewinds(agentos_home: P
     answer = conversation(writer, [("assistant", "Lisbon, because flights are cheap in spring.")])[0]
     page = reader.tier(RecallTier).search("conference city", paths=paths)
     assert [h.id for h in page.hits] == [question.id, answer.id] and page.total == 2
+
+
+def test_copies_of_an_agent_each_show_their_own_neighbour_hits(agentos_home: Path) -> None:
+    from agentos.portable.archive import copy_agent
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    question, answer = conversation(agent, [("user", "Which city should I pick for the conference?"),
+                                            ("assistant", "Lisbon, because flights are cheap in spring.")])
+    agent.close()
+    for i in range(6):  # more copies, with the same message ids, than one read by id takes rows per id
+        copy_agent(agent.store, "ada", f"copy{i}")
+    for name in ["ada", *(f"copy{i}" for i in range(6))]:
+        copy = Agent.load(name, provider=ScriptedProvider([]), read_only=True)
+        hits = copy.tier(RecallTier).search("conference city", paths=["keyword", "neighbours"]).hits
+        assert [h.id for h in hits] == [question.id, answer.id] and "Lisbon" in hits[1].text

@@ -102,8 +102,8 @@ def test_a_step_writes_its_messages_first_then_the_state_then_the_edit_log(monke
     list(agent.turn("go"))
     # the edit log follows the state, which carries the step's edits until they are logged; the turn's restore point
     # is written with its last step, before the state it records
-    points = f"restore_points_{agent.id}"
-    assert order == ["messages", "state", "memory_edits", "messages", points, "state"]
+    points, exchanges = f"restore_points_{agent.id}", f"recall_exchanges_{agent.id}"
+    assert order == ["messages", exchanges, "state", "memory_edits", "messages", exchanges, points, "state"]
 
 
 def test_reads_run_together_in_order_and_a_failed_one_stops_the_rest(tmp_path: Any) -> None:

@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from agentos.blocks import Block, MemoryEdit
 from agentos.errors import InvalidNameError
@@ -69,6 +69,15 @@ class SearchSettings(BaseModel):
     paths: list[str] = Field(default_factory=lambda: default_paths())
     weights: dict[str, float] = Field(default_factory=dict)  # by path; a path not named here has its default weight
     model: str | None = None  # the model the rewrite and rerank paths ask (a cheaper one); default: the agent's own
+
+    @field_validator("paths")
+    @classmethod
+    def _current_defaults(cls, paths: list[str]) -> list[str]:
+        """An agent saved with an earlier release's default paths searches with today's (a list chosen on purpose
+        that equals an earlier default is taken for it)."""
+        from agentos.memory.recall_paths import FORMER_DEFAULTS
+
+        return default_paths() if paths in FORMER_DEFAULTS else paths
 
 
 class AgentSettings(BaseModel):

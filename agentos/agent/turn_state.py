@@ -244,8 +244,9 @@ class TurnState:
             self._state.last_active_at = utc_now()  # once per step write, so a retry writes the same state
         step = self._pending
         messages = [m for _, m in self._new_messages]
+        rows_by_table = tier_rows(messages)  # first: a tier that raises leaves the step as it was
         step.add("messages", [message_row(self.id, seq, m) for seq, m in self._new_messages])
-        for table, rows in tier_rows(messages).items():
+        for table, rows in rows_by_table.items():
             step.add(table, rows)
         self._state.unlogged_edits += [e.model_copy(update={"rev": step.rev}) for e in self._new_edits]
         self._pending_ids += [m.id for m in messages]

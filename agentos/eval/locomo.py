@@ -126,6 +126,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
         paths: tuple[str, ...] | None = None, ablation: bool = False, search_model: str | None = None) -> int:
     """Load every conversation, ask every question through recall search, print the figures. `search_model`
     (a model spec) is the model the rewrite and rerank paths ask; without one they are left out."""
+    from agentos.memory.cross_encoder import cross_available
     from agentos.memory.recall_paths import MODEL_PATHS, PATHS
     from agentos.tokens import EstimateCounter
 
@@ -133,7 +134,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
     store = Store(root / "db")
     available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"  # no consolidation here
-                 and (p not in MODEL_PATHS or search_model)]
+                 and (p not in MODEL_PATHS or search_model) and (p != "cross" or cross_available())]
     from agentos.agent.state import SearchSettings
 
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default

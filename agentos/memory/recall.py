@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from agentos.errors import ToolError
 from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
+from agentos.memory.exchanges import Exchanges, exchanges_table_name
 from agentos.memory.model_stages import RERANK_POOL, SearchModel
 from agentos.memory.recall_paths import (
     DEFAULT_PATHS,
@@ -57,6 +58,7 @@ SEARCH_ROLES = ("user", "assistant")
 _SHOWN = ["role", "content", "name", "created_at", "seq"]
 _INDEXES = {"id": "btree"}
 _DEFERRED_LIMIT = 1000  # messages kept for embedding later while the embedder is failing
+_COPIES = 4  # rows read per id wanted: a copied or imported agent keeps its messages' ids
 T = TypeVar("T")
 
 
@@ -77,11 +79,12 @@ class RecallTier(Tier):
         self._turns_version: int | None = None  # (a reader) the messages table's version they were read at
         self._unsaved_turns: dict[str, tuple[str, str, datetime, str | None]] = {}  # in a step not committed yet
         self._model: SearchModel | None = None  # for the rewrite and rerank paths, made at their first use
+        self.exchanges = Exchanges(ctx.db, ctx.agent_id, ctx.writable, ctx.check_writable, ctx.wrote)
         self.last_error: str | None = None
 
     @classmethod
     def table_names(cls, agent_id: str) -> list[str]:
-        return [vectors_table_name(agent_id)]
+        return [vectors_table_name(agent_id), exchanges_table_name(agent_id)]
 
     @property
     def agent_id(self) -> str:
@@ -114,10 +117,18 @@ class RecallTier(Tier):
                 f"conversation_search."]
 
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
-        """Vectors of the step's searchable messages; an embedder failure defers them, never fails the step."""
+        """The exchanges and vectors of the step's searchable messages; an embedder failure defers the vectors,
+        never fails the step."""
         self._unsaved_turns.update((m.id, (m.id, m.role, m.created_at, m.name)) for m in messages if embed_text(m))
+        try:
+            exchanges = self.exchanges.step_rows(messages)
+        except Exception as exc:  # noqa: BLE001 - the exchanges are made whole when the agent is next opened
+            self.exchanges.lost()
+            log.warning("recall exchanges of a step not made: %s", exc)
+            exchanges = None
+        out: dict[str, Rows] = {self.exchanges.name: exchanges} if exchanges is not None else {}
         if not self.embedder.enabled:
-            return {}
+            return out
         todo = self._unembedded + list(messages)
         try:
             rows = self.vector_rows(todo)
@@ -125,9 +136,9 @@ class RecallTier(Tier):
             self._unembedded = todo[-_DEFERRED_LIMIT:]
             self.last_error = str(exc)
             log.warning("recall vectors deferred: %s", exc)
-            return {}
+            return out
         self._unembedded = []
-        return {vectors_table_name(self.agent_id): rows} if rows is not None else {}
+        return {**out, vectors_table_name(self.agent_id): rows} if rows is not None else out
 
     def saved(self, message_ids: Sequence[str]) -> None:
         """The step's turns join the turn order once committed (a failed commit is retried with the same ids)."""
@@ -135,8 +146,14 @@ class RecallTier(Tier):
         if self._turns is not None:
             self._turns.extend(turns)
 
+    def recover(self) -> None:
+        """As a writer opens the agent: the exchanges table holds every stored turn (built when not)."""
+        if self.ctx.writable:
+            self.exchanges.make_whole()
+
     def discard(self, message_ids: Sequence[str]) -> None:
         self._turns, self._unsaved_turns = None, {}  # read again: the discarded turns' seqs may be used again
+        self.exchanges.discard(message_ids)
         table = self.ctx.db.existing(vectors_table_name(self.agent_id)) if message_ids else None
         if table is None:
             return
@@ -148,9 +165,11 @@ class RecallTier(Tier):
                 table.delete(f"id IN ({ids})")
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
-        """Rebuild the vector table from the messages with `embedder` (dropped when it is `none`)."""
+        """Rebuild the exchanges, and the vector table from the messages with `embedder` (dropped when it is
+        `none`); how many messages were embedded."""
         db, name = self.ctx.db, vectors_table_name(self.agent_id)
         self._vectors = None
+        self.exchanges.rebuild(progress)
         if not embedder.enabled:
             db.drop(name)
             return 0
@@ -234,6 +253,8 @@ class RecallTier(Tier):
                 order = lists.order
                 if order is not None:  # the neighbours path: every hit's score spreads to its neighbours
                     ranked = around(ranked, order, lambda key: key in known or order.allows(key, *filters))
+                if "cross" in used:
+                    ranked = self._cross_ranked(handle, query, ranked, known, notes)
                 if "rerank" in used:
                     ranked = self._reranked(handle, query, ranked, known, notes)
             chosen = ranked[page * page_size : (page + 1) * page_size]
@@ -258,6 +279,7 @@ class RecallTier(Tier):
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
         rewrites = self._asked("rewriting the question", lambda m: m.rewrite(query), notes) if "rewrite" in chosen else None
         queries = {"variants": list(variants(query)) if "variants" in chosen else [], "rewrite": rewrites or []}
+        exchanges = self._exchanges_handle() if "exchange" in chosen else None
         speakers = "keyword" in chosen and "speakers" in chosen
         turns = self._turns_for(messages) if speakers or "neighbours" in chosen else None
         named, words = named_speakers(query, turns.speakers) if turns is not None and speakers else (set(), query)
@@ -266,6 +288,9 @@ class RecallTier(Tier):
             if "keyword" in chosen else None,
             vector_read(vectors, vector, None if vwhere == "true" else vwhere),
             time_read(messages, query, where, now, _SHOWN) if "time" in chosen else None,
+            left_out_on_error("exchange", fts_rows(exchanges, words or query, "text",
+                                                   None if vwhere == "true" else vwhere, MAX_CANDIDATES))
+            if exchanges is not None else None,
             *variant_reads(messages, queries["variants"] + queries["rewrite"], where, _SHOWN),
         )
         lists = Lists(order=turns if "neighbours" in chosen else None)
@@ -280,7 +305,10 @@ class RecallTier(Tier):
             dated = dated_ids(query, found[0])
             if dated:
                 lists.ranked["time"] = dated
-        at = 3
+        lists.add("exchange", found[3], keep_rows=False)  # its hits are read from the messages, like vector hits
+        if "exchange" in lists.ranked:  # a step retried after its rows were built again may hold a turn twice
+            lists.ranked["exchange"] = list(dict.fromkeys(lists.ranked["exchange"]))
+        at = 4
         for path, texts in queries.items():
             results = found[at : at + len(texts)]
             at += len(texts)
@@ -298,6 +326,15 @@ class RecallTier(Tier):
                 if ranked:
                     lists.ranked[tier.name] = list(ranked)
         return lists
+
+    def _exchanges_handle(self) -> Any | None:
+        """The exchanges table's async handle, or None (the path left out) while there is none or it cannot be
+        opened."""
+        try:
+            return self.ctx.db.reads.handle(self.exchanges.name) if self.exchanges.searchable() else None
+        except Exception as exc:  # noqa: BLE001 - a failing path is left out; search still answers
+            log.warning("exchange search left out: %s", exc)
+            return None
 
     def _asked(self, what: str, ask: Callable[[SearchModel], T], notes: list[str]) -> T | None:
         """A model stage's answer; None when the agent has no model for search or the call fails, and `notes`
@@ -330,6 +367,32 @@ class RecallTier(Tier):
         score, placed = dict(ranked), set(order)
         return [(key, score[key]) for key in order] + [kv for kv in ranked if kv[0] not in placed]
 
+    def _cross_ranked(self, messages: Any, query: str, ranked: list[tuple[str, float]],
+                      known: dict[str, dict[str, Any]], notes: list[str]) -> list[tuple[str, float]]:
+        """The fused list with its best CROSS_POOL reordered by their fused order and the cross-encoder's, fused by
+        reciprocal rank, each read with the turn before it (unchanged, and `notes` says why, when the model cannot be
+        loaded)."""
+        from agentos.memory.cross_encoder import CROSS_POOL, CROSS_WEIGHT, cross_order, cross_scores
+
+        keys = [key for key, _ in ranked[:CROSS_POOL]]
+        turns = self._turns_for(messages)
+        before = {key: turns.id_at(at - 1) for key in keys if (at := turns.position(key)) is not None and at > 0}
+        rows = self._rows(messages, [*keys, *(k for k in before.values() if k is not None)], known)
+        pool = [key for key in keys if key in rows]
+        if len(pool) < 2:
+            return ranked
+        passages = ["\n".join(shown_text(rows[k]) for k in (before.get(key), key) if k is not None and k in rows)
+                    for key in pool]
+        try:
+            scores = cross_scores(query, passages)
+        except Exception as exc:  # noqa: BLE001 - a failing stage is left out; search still answers
+            log.warning("cross-encoder left out of a search: %s", exc)
+            notes.append(f"The cross-encoder is unavailable ({exc}), so its reranking was left out.")
+            return ranked
+        score, placed = dict(ranked), set(pool)
+        blended = rrf([pool, cross_order(pool, scores)], [1.0, CROSS_WEIGHT])
+        return [(key, score[key]) for key, _ in blended] + [kv for kv in ranked if kv[0] not in placed]
+
     @property
     def _agent_clause(self) -> str:
         return f"agent_id = {quote(self.agent_id)}"
@@ -358,17 +421,32 @@ class RecallTier(Tier):
         """The rows of these messages: those in `known`, and the others (vector or neighbour hits) in one read
         through the async API, which join `known`."""
         missing = [key for key in keys if key not in known]
-        if missing:
+        if missing:  # by id alone first: half the time of a read that also filters by agent, at 100k messages
             ids = ", ".join(quote(i) for i in missing)
-            query = (messages.query().where(f"{self._agent_clause} AND id IN ({ids})")
-                     .select(["id", *_SHOWN]).limit(len(missing)))
-            known.update((r["id"], r) for r in self.ctx.db.reads.gather(query.to_arrow())[0].to_pylist())
+            query = messages.query().where(f"id IN ({ids})").select(["id", "agent_id", *_SHOWN])
+            rows = self.ctx.db.reads.gather(query.limit(len(missing) * _COPIES).to_arrow())[0].to_pylist()
+            known.update((r["id"], r) for r in rows if r["agent_id"] == self.agent_id)
+            rest = [key for key in missing if key not in known]
+            if rest and len(rows) >= len(missing) * _COPIES:  # copies of this agent (same ids) filled the read
+                ids = ", ".join(quote(i) for i in rest)
+                query = (messages.query().where(f"{self._agent_clause} AND id IN ({ids})")
+                         .select(["id", *_SHOWN]).limit(len(rest)))
+                known.update((r["id"], r) for r in self.ctx.db.reads.gather(query.to_arrow())[0].to_pylist())
         return {key: known[key] for key in keys if key in known}
 
     def _hits(self, messages: Any, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
         rows = self._rows(messages, [key for key, _ in chosen], known)
         return [Hit(id=key, text=shown_text(rows[key]), created_at=rows[key]["created_at"], role=rows[key]["role"],
                     score=score) for key, score in chosen if key in rows]
+
+
+async def left_out_on_error(path: str, read: Any) -> Any | None:
+    """A path's read, or None when it fails (a table replaced meanwhile): the other paths still answer."""
+    try:
+        return await read
+    except Exception as exc:  # noqa: BLE001 - a failing path is left out; search still answers
+        log.warning("%s search left out: %s", path, exc)
+        return None
 
 
 def shown_text(row: dict[str, Any]) -> str:

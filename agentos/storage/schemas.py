@@ -132,6 +132,17 @@ def recall_vectors_schema(embedder: str, dim: int) -> pa.Schema:
     return _embedded(fields, RECALL_VECTORS_VERSION, embedder, dim)
 
 
+RECALL_EXCHANGES_VERSION = 1
+RECALL_EXCHANGES_SCHEMA = _versioned(  # one agent's searchable turns, each joined with the one before (for BM25)
+    [
+        pa.field("id", pa.string(), nullable=False),  # the message's id: the later turn of the exchange
+        pa.field("role", pa.string(), nullable=False),  # its role and time, for the search filters
+        pa.field("created_at", TIMESTAMP, nullable=False),
+        pa.field("text", pa.string(), nullable=False),  # the turns' search text, the earlier first
+    ],
+    RECALL_EXCHANGES_VERSION,
+)
+
 FACTS_VERSION = 1
 FACT_CHANGES_VERSION = 1
 
