@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -127,6 +128,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     """Load every conversation, ask every question through recall search, print the figures. `search_model`
     (a model spec) is the model the rewrite and rerank paths ask; without one they are left out."""
     from agentos.memory.cross_encoder import cross_available
+    from agentos.memory.onnx_models import INSTALL
     from agentos.memory.recall_paths import MODEL_PATHS, PATHS
     from agentos.tokens import EstimateCounter
 
@@ -134,7 +136,10 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
     store = Store(root / "db")
     available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"  # no consolidation here
-                 and (p not in MODEL_PATHS or search_model) and (p != "cross" or cross_available())]
+                 and (p not in MODEL_PATHS or search_model) and (p != "cross" or "cross" in (paths or ()))]
+    if "cross" in available and not cross_available():
+        print(f"the cross stage needs the bge extra: {INSTALL}", file=sys.stderr)
+        return 2
     from agentos.agent.state import SearchSettings
 
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
