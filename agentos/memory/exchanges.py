@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from agentos.errors import StorageError
 from agentos.messages import Message
-from agentos.storage.db import quote, replace_table, storage_errors
+from agentos.storage.db import delete_ids, quote, replace_table, storage_errors
 from agentos.storage.records import search_text
 from agentos.storage.schemas import RECALL_EXCHANGES_SCHEMA
 
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 EXCHANGE_TURNS = 2  # a turn and the one before it (three turns ranked about the same on LoCoMo, in a larger index)
 INDEXES = {"text": "fts", "id": "btree"}
-_CHUNK = 500  # ids per IN (...) filter
 _READ_BATCH = 10_000  # messages read at a time when the table is built
 
 Turn = tuple[str, str, datetime, str]  # id, role, created_at, search text
@@ -112,15 +111,7 @@ class Exchanges:
     def discard(self, message_ids: Sequence[str]) -> None:
         """Remove the exchanges of messages taken back; the next step reads the turns it follows again."""
         self._earlier = None
-        table = self.db.existing(self.name) if message_ids else None
-        if table is None:
-            return
-        with storage_errors("repair recall exchanges"):
-            self.db.check_writable(self.name)
-            table.checkout_latest()
-            for start in range(0, len(message_ids), _CHUNK):
-                ids = ", ".join(quote(i) for i in message_ids[start : start + _CHUNK])
-                table.delete(f"id IN ({ids})")
+        delete_ids(self.db, self.name, message_ids, "repair recall exchanges")
 
     def rebuild(self, progress: Callable[[str, int, int], None]) -> int:
         """Build the table again from every stored turn of the agent; how many turns."""

@@ -46,7 +46,7 @@ from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
 from agentos.memory.turn_context import TurnOrder, around, keyword_ranking, named_speakers, turns_after
 from agentos.messages import Message, utc_now
-from agentos.storage.db import quote, replace_table, storage_errors
+from agentos.storage.db import delete_ids, quote, replace_table, storage_errors
 from agentos.storage.records import embed_text
 from agentos.storage.schemas import recall_vectors_schema
 from agentos.tools.context import ToolContext
@@ -154,15 +154,7 @@ class RecallTier(Tier):
     def discard(self, message_ids: Sequence[str]) -> None:
         self._turns, self._unsaved_turns = None, {}  # read again: the discarded turns' seqs may be used again
         self.exchanges.discard(message_ids)
-        table = self.ctx.db.existing(vectors_table_name(self.agent_id)) if message_ids else None
-        if table is None:
-            return
-        with storage_errors("repair recall vectors"):
-            self.ctx.db.check_writable(vectors_table_name(self.agent_id))
-            table.checkout_latest()
-            for start in range(0, len(message_ids), 500):
-                ids = ", ".join(quote(i) for i in message_ids[start : start + 500])
-                table.delete(f"id IN ({ids})")
+        delete_ids(self.ctx.db, vectors_table_name(self.agent_id), message_ids, "repair recall vectors")
 
     def reindex(self, embedder: Embedder, progress: Progress) -> int:
         """Rebuild the exchanges, and the vector table from the messages with `embedder` (dropped when it is

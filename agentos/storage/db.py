@@ -7,7 +7,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -117,6 +117,18 @@ def ensure_indexes(table: Any, wanted: dict[str, str]) -> None:
 
 
 SWAP_SUFFIX = "__swap"  # a full copy written before a table is replaced (see `replace_table`)
+
+
+def delete_ids(db: Database, name: str, ids: Sequence[str], what: str) -> None:
+    """Delete the rows of table `name` whose id is in `ids`, if the table exists (`what`: for the error)."""
+    table = db.existing(name) if ids else None
+    if table is None:
+        return
+    with storage_errors(what):
+        db.check_writable(name)
+        table.checkout_latest()
+        for start in range(0, len(ids), 500):
+            table.delete(f"id IN ({', '.join(quote(i) for i in ids[start : start + 500])})")
 
 
 def replace_table(db: Database, name: str, schema: pa.Schema, data: pa.Table) -> None:
