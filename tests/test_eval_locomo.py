@@ -63,7 +63,7 @@ def test_with_an_embedder_the_eval_compares_search_with_and_without_vectors(tmp_
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
     assert main(["locomo", str(path), "--embedder", "hash:64"]) == 0
     out = capsys.readouterr().out
-    assert "with vectors and model stages vs without" in out
+    assert "with vectors, model stages and cross vs without" in out
     gain = next(line for line in out.splitlines() if line.strip().startswith("hit@10"))
     assert gain.split()[1] == "+0.000"  # both find every evidence turn of a three-turn conversation
     assert "with them only: 0 questions; without only: 0" in out
@@ -75,3 +75,29 @@ def test_paired_gain_interval() -> None:
     mean, low, high = paired_gain([1.0] * 80 + [0.0] * 20, [1.0] * 60 + [0.0] * 40)
     assert mean == pytest.approx(0.2) and 0 < low < 0.2 < high
     assert paired_gain([1.0, 0.0], [1.0, 0.0]) == (0.0, 0.0, 0.0)
+
+
+def test_the_cross_stage_is_refused_with_the_install_hint_without_the_bge_extra(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentos.memory.cross_encoder import cross_available
+
+    if cross_available():
+        pytest.skip("the bge extra is installed here")
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    assert main(["locomo", str(path), "--paths", "keyword,cross"]) == 2
+    assert "pip install 'agentos[bge]'" in capsys.readouterr().err
+
+
+def test_with_the_cross_stage_the_eval_compares_search_with_and_without_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentos.memory.cross_encoder import cross_available
+
+    if not cross_available():
+        pytest.skip("needs the bge extra (pip install -e '.[bge]')")
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    assert main(["locomo", str(path), "--paths", "keyword,cross"]) == 0
+    out = capsys.readouterr().out
+    assert "paths keyword+cross" in out
+    assert "with vectors, model stages and cross vs without" in out  # the baseline leaves the cross stage out

@@ -162,9 +162,10 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             prefix = f"{sample['sample_id']}|"
             now = max(m.created_at for m in turn_messages(sample))  # questions are asked after the conversation
             agent.search_provider = provider
-            keywords = None if (embedder == "none" and not search_model) or ablation else keyword_recall(store, agent)
-            # the same paths, less vectors and the model's stages
-            without = tuple(p for p in configs[0].paths or () if p != "vector" and p not in MODEL_PATHS)
+            keywords = (None if (embedder == "none" and not search_model and "cross" not in (paths or ())) or ablation
+                        else keyword_recall(store, agent))
+            # the same paths, less vectors, the model's stages and the cross-encoder
+            without = tuple(p for p in configs[0].paths or () if p not in ("vector", "cross", *MODEL_PATHS))
             recall = agent.tier(RecallTier)
             for qa in sample["qa"]:
                 evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
@@ -238,7 +239,7 @@ def _compare(hybrid: list[dict[str, float]], keyword: list[dict[str, float]]) ->
     """How search with vectors differs from the same search without them, on the same questions (categories 1-4)."""
     if not hybrid:
         return
-    print("with vectors and model stages vs without (the same paths otherwise), same questions (1-4), gain with 95% "
+    print("with vectors, model stages and cross vs without (the same paths otherwise), same questions (1-4), gain with 95% "
           "paired-bootstrap interval:")
     for key, label in (("hit@10", "hit@10"), ("recall@10", "ev.rec@10"), ("mrr", "MRR")):
         mean, low, high = paired_gain([r[key] for r in hybrid], [r[key] for r in keyword])
