@@ -162,10 +162,9 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             prefix = f"{sample['sample_id']}|"
             now = max(m.created_at for m in turn_messages(sample))  # questions are asked after the conversation
             agent.search_provider = provider
-            keywords = (None if (embedder == "none" and not search_model and "cross" not in (paths or ())) or ablation
-                        else keyword_recall(store, agent))
-            # the same paths, less vectors, the model's stages and the cross-encoder
+            # the same paths, less vectors, the model's stages and the cross-encoder: a baseline when any is used
             without = tuple(p for p in configs[0].paths or () if p not in ("vector", "cross", *MODEL_PATHS))
+            keywords = None if ablation or without == configs[0].paths else keyword_recall(store, agent)
             recall = agent.tier(RecallTier)
             for qa in sample["qa"]:
                 evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
