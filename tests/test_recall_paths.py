@@ -97,6 +97,28 @@ def test_a_time_in_the_question_lifts_the_messages_of_that_range(agentos_home: P
     assert len(recall.search(question, paths=["keyword", "time"], now=now).hits) == 2  # a boost, never a filter
 
 
+def test_a_turn_said_after_the_time_asked_about_that_places_its_story_in_it_is_lifted(agentos_home: Path) -> None:
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    day = datetime(2024, 5, 10, 15, tzinfo=UTC)
+    told = Message(role="user", content="Yesterday I went to a concert in the city", created_at=day + timedelta(days=1))
+    undated = Message(role="user", content="I love a concert in the city, a concert is the best",
+                      created_at=day + timedelta(days=1, minutes=1))
+    other_week = Message(role="user", content="Last week I went to a concert in the city",  # 29 April - 5 May
+                         created_at=day + timedelta(days=1, minutes=2))
+    whole_year = Message(role="user", content="This year I went to a concert in the city",  # too wide to place it
+                         created_at=day + timedelta(days=1, minutes=3))
+    later = Message(role="user", content="Last week I went to a concert in the city", created_at=day + timedelta(days=40))
+    agent.add_history([told, undated, other_week, whole_year, later])
+    recall = agent.tier(RecallTier)
+    question = "Which concert did Ada see in the city on May 10, 2024?"  # no turn was said that day
+    now = later.created_at
+    assert [h.id for h in recall.search(question, paths=["keyword"], now=now).hits][0] != told.id
+    assert [h.id for h in recall.search(question, paths=["time"], now=now).hits] == [told.id]
+    ranked = [h.id for h in recall.search(question, paths=["keyword", "time"], now=now).hits]
+    assert ranked[0] == told.id  # said the day after, of the day asked about
+    assert len(ranked) == 5  # a boost, never a filter
+
+
 def test_a_question_that_asks_when_lifts_the_turns_that_say_when(agentos_home: Path) -> None:
     agent = Agent.create("ada", provider=ScriptedProvider([]))
     start = datetime(2024, 5, 10, tzinfo=UTC)

@@ -167,6 +167,13 @@ def test_seasons_and_parts_of_periods(query: str, expected: tuple[date, date]) -
     ("a week after 2023-05-01", one(date(2023, 5, 8))),
     ("the day after Christmas 2022", one(date(2022, 12, 26))),
     ("the week after Christmas 2022", (date(2022, 12, 26), date(2023, 1, 1))),
+    ("what did we do on the Sunday before May 8, 2023", one(date(2023, 5, 7))),  # May 8 is a Monday
+    ("the Monday before May 8, 2023", one(date(2023, 5, 1))),  # strictly before
+    ("the Sunday before May 2023", one(date(2023, 4, 30))),
+    ("the last day before May 8, 2023", one(date(2023, 5, 7))),
+    ("the Friday after May 8, 2023", one(date(2023, 5, 12))),
+    ("what did she run in last weekend before April 10, 2023", (date(2023, 4, 8), date(2023, 4, 9))),
+    ("what did he finish last week before May 8, 2023", (date(2023, 5, 1), date(2023, 5, 7))),
     ("between May and July 2023", (date(2023, 5, 1), date(2023, 7, 31))),
     ("from May 3 to May 10, 2023", (date(2023, 5, 3), date(2023, 5, 10))),
     ("between 2019 and 2021", (date(2019, 1, 1), date(2021, 12, 31))),
@@ -300,6 +307,8 @@ def test_the_phrase_keeps_the_query_words() -> None:
     ("What did we do two days before the trip?", "What did we do the trip?"),
     ("Did I mention the concert between May and July 2023 or recently?", "Did I mention the concert or?"),
     ("when did I see Bob", "when did I see Bob"),
+    ("What did Maria run in last weekend before April 10, 2023?", "What did Maria run?"),
+    ("What did we do the last day before May 8, 2023?", "What did we do?"),
 ])
 def test_without_time(query: str, expected: str) -> None:
     assert without_time(query) == expected

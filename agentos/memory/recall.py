@@ -23,6 +23,7 @@ from agentos.memory.recall_paths import (
     Lists,
     chosen_paths,
     dated_ids,
+    time_ranked,
     time_read,
     variant_reads,
     vector_read,
@@ -292,7 +293,7 @@ class RecallTier(Tier):
             lists.capped = len(pool) >= MAX_CANDIDATES
             lists.ranked["keyword"] = keyword_ranking(pool, named)
         lists.add("vector", found[1], keep_rows=False)
-        lists.add("time", found[2])
+        lists.add("time", time_ranked(found[2]) if found[2] is not None else None)
         if "time" in chosen and found[2] is None and found[0]:
             dated = dated_ids(query, found[0])
             if dated:

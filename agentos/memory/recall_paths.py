@@ -12,7 +12,8 @@ Paths (names used in settings and by the eval's ablation):
 - exchange: BM25 over every turn joined with the turn before it, credited to the later turn: a question's words
   are often in the turn that asked and its answer in the reply (memory.exchanges);
 - time: a temporal expression in the question, resolved against the agent's time, ranks the messages in that range
-  (BM25 within it): a boost, never a filter; a question that asks when ranks the keyword hits that say when;
+  (BM25 within it), with the turns said near it that place what they tell inside it: a boost, never a filter; a
+  question that asks when ranks the keyword hits that say when;
 - graph: messages linked to the entities of the question, with one- and two-hop expansion (when the entity graph
   tier is installed);
 - facts: the messages the facts that best match the question came from (when consolidation has made facts);
@@ -26,9 +27,10 @@ question, so they are off unless chosen.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from agentos.memory.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clauses, fts_rows, nearest_rows, rrf
@@ -44,6 +46,9 @@ FORMER_DEFAULTS = [["keyword", "speakers", "neighbours", "time", "vector"]]  # a
 MATCHING_PATHS = ["keyword", "vector"]  # searches typed by a person (TUI, CLI): what matches, no neighbours
 STAGES = ("speakers", "neighbours", "rerank", "cross")  # not lists of their own: they reorder what the others found
 MODEL_PATHS = ("rewrite", "rerank")  # those that ask a language model
+# how far from a question's time a turn may be said and still tell of it: "yesterday", "last week", "last month"
+TOLD_WITHIN = timedelta(days=31)
+TOLD_CHARS = 1000  # of a turn, read for the time it tells of
 DEFAULT_WEIGHTS = {"keyword": 1.0, "exchange": 0.5, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5, "facts": 0.5,
                    "rewrite": 0.5}
 
@@ -75,26 +80,62 @@ def variant_reads(handle: Any, queries: Sequence[str], where: str, columns: Sequ
     return [fts_rows(handle, q, "search_text", where, MAX_CANDIDATES, columns) for q in queries]
 
 
-def time_read(handle: Any, question: str, where: str, now: datetime, columns: Sequence[str]) -> Any | None:
-    """A BM25 read restricted to the range a temporal expression in the question names, or None without one."""
+@dataclass
+class TimeReads:
+    """What the time path read for a question that names a time: BM25 within its range, and near it."""
+
+    hint: Any  # the question's TimeHint
+    within: list[dict[str, Any]]
+    near: list[dict[str, Any]]
+
+
+async def time_read(handle: Any, question: str, where: str, now: datetime, columns: Sequence[str]) -> TimeReads | None:
+    """For a question that names a time: BM25 within that range, and within TOLD_WITHIN either side of it (ranked by
+    `time_ranked` once read); None for a question without a time. `columns` must hold content and created_at."""
     from agentos.memory.temporal import resolve_time, without_time
 
     hint = resolve_time(question, now)
     if hint is None:
         return None
     words = without_time(question).strip() or question
-    ranged = " AND ".join([where, *date_clauses("created_at", hint.start, hint.end)])
-    return fts_rows(handle, words, "search_text", ranged, MAX_CANDIDATES, columns)
+    reach = max(TOLD_WITHIN, hint.end - hint.start)
+    inside = date_clauses("created_at", hint.start, hint.end)
+    near = [*date_clauses("created_at", hint.start - reach, hint.end + reach), f"NOT ({' AND '.join(inside)})"]
+    async with asyncio.TaskGroup() as group:  # one failing cancels the other
+        within = group.create_task(fts_rows(handle, words, "search_text", " AND ".join([where, *inside]),
+                                            MAX_CANDIDATES, columns))
+        around = group.create_task(fts_rows(handle, words, "search_text", " AND ".join([where, *near]),
+                                            MAX_CANDIDATES, columns))
+    return TimeReads(hint, within.result(), around.result())
+
+
+def time_ranked(reads: TimeReads) -> list[dict[str, Any]]:
+    """The turns said within the question's range, and those said near it that place what they tell inside it
+    ("yesterday I was in Boston", said the day after the date asked about), by BM25 score. A told time much wider
+    than the range ("this year", "since 2019") does not count. Parsed on the caller's thread, not the reads' loop."""
+    hint = reads.hint
+    widest = max(hint.end - hint.start, timedelta(days=7))
+    told = [r for r in reads.near if (said := told_time(r)) is not None
+            and said.start <= hint.end and said.end >= hint.start and said.end - said.start <= widest]
+    return sorted(reads.within + told, key=lambda r: (-r["_score"], r.get("seq") or 0, r["id"]))[:MAX_CANDIDATES]
+
+
+def told_time(row: dict[str, Any]) -> Any | None:
+    """The time a turn's words place what it tells ("last month", "on May 8"), resolved against when it was said;
+    None when they name none. Only its first TOLD_CHARS are read: parsing costs about 3 µs a character."""
+    from agentos.memory.temporal import resolve_time
+
+    return resolve_time(row["content"][:TOLD_CHARS], row["created_at"]) if row.get("content") else None
 
 
 def dated_ids(question: str, rows: Sequence[dict[str, Any]]) -> list[str] | None:
     """For a question that asks when: the keyword hits that say when something happened (a temporal expression
     that resolves against the message's own time), in their keyword order; None for other questions."""
-    from agentos.memory.temporal import asks_when, resolve_time
+    from agentos.memory.temporal import asks_when
 
     if not asks_when(question):
         return None
-    return [r["id"] for r in rows if r.get("content") and resolve_time(r["content"], r["created_at"]) is not None]
+    return [r["id"] for r in rows if told_time(r) is not None]
 
 
 def vector_read(handle: Any, vector: list[float] | None, where: str | None) -> Any | None:
