@@ -101,12 +101,16 @@ async def time_read(handle: Any, question: str, where: str, now: datetime, colum
     reach = max(TOLD_WITHIN, hint.end - hint.start)
     inside = date_clauses("created_at", hint.start, hint.end)
     near = [*date_clauses("created_at", hint.start - reach, hint.end + reach), f"NOT ({' AND '.join(inside)})"]
-    async with asyncio.TaskGroup() as group:  # one failing cancels the other
-        within = group.create_task(fts_rows(handle, words, "search_text", " AND ".join([where, *inside]),
-                                            MAX_CANDIDATES, columns))
-        around = group.create_task(fts_rows(handle, words, "search_text", " AND ".join([where, *near]),
-                                            MAX_CANDIDATES, columns))
-    return TimeReads(hint, within.result(), around.result())
+    tasks = [asyncio.ensure_future(fts_rows(handle, words, "search_text", " AND ".join([where, *clauses]),
+                                            MAX_CANDIDATES, columns)) for clauses in (inside, near)]
+    try:
+        within, around = await asyncio.gather(*tasks)
+    except BaseException:  # the other is cancelled, and the error itself raised (not an ExceptionGroup)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return TimeReads(hint, within, around)
 
 
 def time_ranked(reads: TimeReads) -> list[dict[str, Any]]:
