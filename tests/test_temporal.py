@@ -172,6 +172,8 @@ def test_seasons_and_parts_of_periods(query: str, expected: tuple[date, date]) -
     ("the Sunday before May 2023", one(date(2023, 4, 30))),
     ("the last day before May 8, 2023", one(date(2023, 5, 7))),
     ("the Friday after May 8, 2023", one(date(2023, 5, 12))),
+    ("what did she do on Sunday before May 8, 2023", one(date(2023, 5, 7))),  # not "on Sunday" before today
+    ("Friday after June 2, 2023", one(date(2023, 6, 9))),
     ("what did she run in last weekend before April 10, 2023", (date(2023, 4, 8), date(2023, 4, 9))),
     ("what did he finish last week before May 8, 2023", (date(2023, 5, 1), date(2023, 5, 7))),
     ("between May and July 2023", (date(2023, 5, 1), date(2023, 7, 31))),

@@ -531,7 +531,7 @@ _THIRDS = re.compile(r"\b(?:(?:the\s+)?(?P<mod>early|mid|middle|late)(?:\s+in)?|
 _THIRD_INDEX = {"early": 0, "beginning": 0, "start": 0, "mid": 1, "middle": 1, "late": 2, "end": 2}
 _WEEK_OF = re.compile(r"\bthe\s+(?P<which>week|weekend)\s+of\s+$", re.I)
 _OFFSET = re.compile(rf"\b(?:(?P<num>{_NUM})\s+(?P<unit>day|week|month|year)s?|"
-                     rf"(?:the\s+(?:last\s+)?|last\s+)(?P<the>day|weekend|week|month|year|{_WD}))"
+                     rf"(?:the\s+(?:last\s+)?|last\s+)(?P<the>day|weekend|week|month|year|{_WD})|(?P<weekday>{_WD}))"
                      r"\s+(?P<dir>before|after|prior\s+to)\s+$", re.I)
 _RANGE_LEAD = re.compile(r"\b(?P<lead>between|from)\s+$", re.I)
 _RANGE_JOIN = re.compile(r"\s*(?P<join>and|to|until|till|through|thru|-|–|—)\s*", re.I)
@@ -579,8 +579,8 @@ def _week_of(found: _Range, which: str) -> _Range:
 def _offset(found: _Range, match: re.Match[str]) -> _Range:
     """"two days before X" (X moved) or "the week after X" (the unit next to X)."""
     backward = match.group("dir").lower().startswith(("before", "prior"))
-    if match.group("the"):
-        unit = match.group("the").lower()
+    if named := match.group("the") or match.group("weekday"):  # "the week before X", "Sunday before X"
+        unit = named.lower()
         if unit == "day":
             day = found.first - timedelta(days=1) if backward else found.last + timedelta(days=1)
             return replace(found, first=day, last=day, unit="day")
@@ -728,9 +728,13 @@ def _atoms(query: str, now: datetime) -> list[_Span]:
 def _spans(query: str, now: datetime) -> list[_Span]:
     """The query's temporal phrases, resolved and composed, in order."""
     today = now.date()
-    modified = [_modify(query, s) for s in _atoms(query, now)]
-    # "the Sunday before May 8" takes in "Sunday", which alone would be the Sunday before today
-    modified = [s for s in modified if not any(t is not s and t.start <= s.start and s.end <= t.end for t in modified)]
+    atoms = _atoms(query, now)
+    modified = [_modify(query, s) for s in atoms]
+    # "the Sunday before May 8" takes in "Sunday", which alone would be the Sunday before today; so does "on Sunday
+    # before May 8", whose "on Sunday" it only overlaps
+    grown = [m for atom, m in zip(atoms, modified, strict=True) if m.start < atom.start]
+    modified = [s for s in modified if not any(t is not s and t.start <= s.start and s.end <= t.end for t in modified)
+                and not any(t is not s and t.start < s.end and s.start < t.end for t in grown if s not in grown)]
     spans = _merge(query, modified)
     spans = [_open(query, s, today) for s in _inherit_year(spans)]
     return [_absorb(query, s) for s in spans]
