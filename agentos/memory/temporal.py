@@ -733,8 +733,13 @@ def _spans(query: str, now: datetime) -> list[_Span]:
     # "the Sunday before May 8" takes in "Sunday", which alone would be the Sunday before today; so does "on Sunday
     # before May 8", whose "on Sunday" it only overlaps
     grown = [m for atom, m in zip(atoms, modified, strict=True) if m.start < atom.start]
-    modified = [s for s in modified if not any(t is not s and t.start <= s.start and s.end <= t.end for t in modified)
-                and not any(t is not s and t.start < s.end and s.start < t.end for t in grown if s not in grown)]
+
+    def taken_in(s: _Span) -> bool:
+        covered = any(t is not s and t.start <= s.start and s.end <= t.end for t in modified)
+        overlapped = all(s is not g for g in grown) and any(t.start < s.end and s.start < t.end for t in grown)
+        return covered or overlapped
+
+    modified = [s for s in modified if not taken_in(s)]
     spans = _merge(query, modified)
     spans = [_open(query, s, today) for s in _inherit_year(spans)]
     return [_absorb(query, s) for s in spans]
