@@ -52,7 +52,7 @@ from provider_overhead import spec, start_server  # noqa: E402
 from agentos import Agent  # noqa: E402
 from agentos.agent.consolidator import BatchReport, Consolidator  # noqa: E402
 from agentos.agent.state import AgentSettings, FactSettings  # noqa: E402
-from agentos.eval.locomo import turn_messages  # noqa: E402
+from agentos.eval.conversations import turn_messages  # noqa: E402
 from agentos.eval.scripted_models import fact_extractor  # noqa: E402
 from agentos.memory.facts import FactTier  # noqa: E402
 from agentos.messages import Message  # noqa: E402

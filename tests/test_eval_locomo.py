@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentos.eval.__main__ import main
-from agentos.eval.locomo import score, session_date, turn_messages
+from agentos.eval.conversations import session_date, turn_messages
+from agentos.eval.locomo import score
 
 SAMPLE = {
     "sample_id": "conv-x",

@@ -54,6 +54,9 @@ def add_qa(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from agentos.cli import show_damage_warnings
+
+    show_damage_warnings()  # a file's departures from LoCoMo's format as `warning: ...`
     parser = argparse.ArgumentParser(prog="python -m agentos.eval", description="Memory evaluations.")
     sub = parser.add_subparsers(dest="suite", required=True)
     p = sub.add_parser("locomo", help="LoCoMo: load each conversation into recall, search every question")

@@ -5,60 +5,32 @@ Every question goes through `Recall.search`, the function behind `conversation_s
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
+from agentos.errors import AgentOSError
+from agentos.eval.conversations import DatasetError, agent_name, category, evidence_ids, read_samples, turn_messages
 from agentos.memory.embedders import NoEmbedder
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
-from agentos.messages import Message, Role
 from agentos.providers.scripted import ScriptedProvider
 from agentos.storage import Store
 
 K = 10
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-_DIA = re.compile(r"D\d+:\d+")
-
-
-def session_date(text: str) -> datetime:
-    """'1:56 pm on 8 May, 2023' -> an aware datetime (UTC)."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turn_messages(sample: dict[str, Any]) -> list[Message]:
-    """One message per turn; the id carries the dia_id; speaker A is 'user', speaker B 'assistant'."""
-    conv = sample["conversation"]
-    messages: list[Message] = []
-    index = 1
-    while f"session_{index}" in conv:
-        start = session_date(conv[f"session_{index}_date_time"])
-        for offset, turn in enumerate(conv[f"session_{index}"]):
-            text = turn["text"]
-            if turn.get("blip_caption"):
-                text = f"{text} [shares an image: {turn['blip_caption']}]"
-            role: Role = "user" if turn["speaker"] == conv["speaker_a"] else "assistant"
-            messages.append(Message(
-                id=f"{sample['sample_id']}|{turn['dia_id']}", role=role, content=text, name=turn["speaker"],
-                created_at=start + timedelta(seconds=offset),
-            ))
-        index += 1
-    return messages
 
 
 def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Agent:
     """An agent whose recall holds the conversation, written in batched commits."""
-    name = re.sub(r"[^A-Za-z0-9_.-]", "-", f"locomo-{sample['sample_id']}")
+    name = agent_name("locomo", sample)
     from agentos.agent.state import SearchSettings
     from agentos.memory.recall_paths import PATHS
 
@@ -69,6 +41,17 @@ def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Ag
     for start in range(0, len(messages), 500):
         agent.add_history(messages[start : start + 500])
     return agent
+
+
+def question_of(qa: object, turns: set[str]) -> tuple[str, int, set[str]] | None:
+    """A question's text, category and cited turns; None when it lacks any of them (as LoCoMo's unanswerable ones
+    lack evidence). `turns` are the conversation's turn ids, for files whose ids are not LoCoMo's."""
+    if not isinstance(qa, dict):
+        return None
+    question, kind, evidence = qa.get("question"), category(qa), evidence_ids(qa, turns)
+    if not isinstance(question, str) or not question.strip() or kind is None or not evidence:
+        return None
+    return question, kind, evidence
 
 
 def keyword_recall(store: Store, agent: Agent) -> RecallTier:
@@ -132,9 +115,11 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     from agentos.memory.recall_paths import MODEL_PATHS, PATHS
     from agentos.tokens import EstimateCounter
 
-    data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
-    root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
-    store = Store(root / "db")
+    try:
+        data = read_samples(path, limit)
+    except DatasetError as exc:
+        print(f"locomo: {exc}", file=sys.stderr)
+        return 2
     available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"  # no consolidation here
                  and (p not in MODEL_PATHS or search_model) and (p != "cross" or "cross" in (paths or ()))]
     if "cross" in available and not cross_available():
@@ -153,44 +138,64 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     baseline: dict[int, list[dict[str, float]]] = {}  # the same questions without vectors, when an embedder is set
     counter = EstimateCounter()
     load_s = 0.0
+    left_out = uncited = 0  # questions that cannot be scored; those whose cited turns the conversation lacks
+    root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
+    store = Store(root / "db")
     try:
         for sample in data:
+            messages = turn_messages(sample)
+            if not messages:
+                print(f"locomo: {sample['sample_id']} has no turns; its questions are not asked", file=sys.stderr)
+                continue
             t = time.perf_counter()
             agent = load_conversation(store, sample, embedder)
             compact(store, agent)
             load_s += time.perf_counter() - t
             prefix = f"{sample['sample_id']}|"
-            now = max(m.created_at for m in turn_messages(sample))  # questions are asked after the conversation
+            turns = {m.id.removeprefix(prefix) for m in messages}
+            now = max(m.created_at for m in messages)  # questions are asked after the conversation
             agent.search_provider = provider
             # the same paths, less vectors, the model's stages and the cross-encoder: a baseline when any is used
             without = tuple(p for p in configs[0].paths or () if p not in ("vector", "cross", *MODEL_PATHS))
             keywords = None if ablation or without == configs[0].paths else keyword_recall(store, agent)
             recall = agent.tier(RecallTier)
             for qa in sample["qa"]:
-                evidence = set(_DIA.findall(" ".join(qa.get("evidence") or [])))
-                if not evidence:
+                asked = question_of(qa, turns)
+                if asked is None:
+                    left_out += 1
                     continue
-                category = int(qa["category"])
+                question, kind, evidence = asked
+                uncited += not evidence & turns
                 for config in configs:
                     t = time.perf_counter()
-                    page = recall.search(qa["question"], page_size=K, paths=config.paths, now=now)
+                    page = recall.search(question, page_size=K, paths=config.paths, now=now)
                     config.latencies.append((time.perf_counter() - t) * 1000)
                     config.tokens.append(sum(counter.count(h.text) for h in page.hits[:5]))  # the first page shown
                     ranked = [h.id.removeprefix(prefix) for h in page.hits]
-                    config.scores.setdefault(category, []).append(score(ranked, evidence))
+                    config.scores.setdefault(kind, []).append(score(ranked, evidence))
                 if keywords is not None:
-                    hits = keywords.search(qa["question"], page_size=K, paths=without, now=now).hits
+                    hits = keywords.search(question, page_size=K, paths=without, now=now).hits
                     alone = [h.id.removeprefix(prefix) for h in hits]
-                    baseline.setdefault(category, []).append(score(alone, evidence))
-        store.close()
+                    baseline.setdefault(kind, []).append(score(alone, evidence))
+    except AgentOSError as exc:
+        print(f"locomo: {exc}", file=sys.stderr)
+        return 2
     finally:
+        store.close()
         if not home:
             shutil.rmtree(root, ignore_errors=True)
     main = configs[0] if not ablation else configs[-1]
     latencies = main.latencies
+    if not latencies:
+        print(f"locomo: no question in {path} names the turns that answer it ('evidence': ['D1:3', ...]), so nothing "
+              "can be scored", file=sys.stderr)
+        return 2
     print(f"LoCoMo retrieval: {len(data)} conversations, embedder {embedder!r}, paths {main.label}, load {load_s:.1f} s; "
           f"search p50 {statistics.median(latencies):.1f} ms, p95 {sorted(latencies)[int(0.95 * len(latencies))]:.1f} ms")
     _table(main)
+    if left_out or uncited:
+        print(f"questions left out (no text, category or cited turn): {left_out}; asked but citing no turn of their "
+              f"conversation (scored as misses): {uncited}")
     if ablation:
         _ablation(configs)
     if baseline:

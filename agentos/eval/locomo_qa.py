@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 import sys
 import tempfile
@@ -36,7 +35,8 @@ from agentos.agent.fact_extraction import AnswerError, read_json
 from agentos.agent.state import AgentSettings
 from agentos.config import configured_window, database_uri, storage_options
 from agentos.errors import AgentExistsError, AgentOSError, ConfigError
-from agentos.eval.locomo import CATEGORIES, turn_messages
+from agentos.eval.conversations import DatasetError, agent_name, category, read_samples, session_messages, speakers, turn_messages
+from agentos.eval.locomo import CATEGORIES
 from agentos.events import TurnFailed, TurnFinished, UsageReported
 from agentos.memory.facts import FactTier
 from agentos.messages import Message, Usage
@@ -219,25 +219,18 @@ def open_models(options: Options) -> Models:
 def questions(sample: dict[str, Any], categories: Iterable[int], limit: int | None) -> list[dict[str, Any]]:
     """The questions of the chosen categories that have a gold answer, in file order, at most `limit`."""
     wanted = set(categories)
-    chosen = [qa for qa in sample["qa"] if int(qa["category"]) in wanted and qa.get("answer") not in (None, "")]
+    chosen = [qa for qa in sample["qa"] if isinstance(qa, dict) and category(qa) in wanted
+              and isinstance(qa.get("question"), str) and qa["question"].strip()
+              and qa.get("answer") not in (None, "")]
     return chosen[:limit]
 
 
-def speakers(sample: dict[str, Any]) -> tuple[str, str]:
-    """Speaker A and speaker B."""
-    conv = sample["conversation"]
-    return conv["speaker_a"], conv["speaker_b"]
-
-
 def transcript(sample: dict[str, Any]) -> str:
-    """The whole conversation as text: a dated header per session, then one `Speaker: text` line per turn."""
-    conv = sample["conversation"]
-    sessions: dict[str, list[str]] = {}
-    for message in turn_messages(sample):
-        number = message.id.split("|", 1)[1].split(":", 1)[0].removeprefix("D")
-        sessions.setdefault(number, []).append(f"{message.name}: {message.content}")
-    return "\n\n".join("\n".join([f"Session {n} ({conv[f'session_{n}_date_time']}):", *lines])
-                       for n, lines in sessions.items())
+    """The whole conversation as text: a dated header per session (its date as the file wrote it), then one
+    `Speaker: text` line per turn."""
+    return "\n\n".join("\n".join([f"Session {session.number} ({session.date_text or f'{session.start:%d %B %Y}'}):",
+                                  *(f"{m.name}: {m.content}" for m in messages)])
+                       for session, messages in session_messages(sample) if messages)
 
 
 def question_prompt(sample: dict[str, Any], question: str, *, memory: bool, text: str = "") -> str:
@@ -251,14 +244,9 @@ def question_prompt(sample: dict[str, Any], question: str, *, memory: bool, text
 # -- the agent ---------------------------------------------------------------------------------
 
 
-def agent_name(sample: dict[str, Any]) -> str:
-    """The agent's name for one conversation."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"locomo-qa-{sample['sample_id']}")
-
-
 def load_agent(store: Store, sample: dict[str, Any], models: Models, options: Options) -> Agent:
     """An agent answering with the model, its recall holding the conversation, fact memory on."""
-    agent = Agent.create(agent_name(sample), model=options.model, provider=models.answer, store=store,
+    agent = Agent.create(agent_name("locomo-qa", sample), model=options.model, provider=models.answer, store=store,
                          settings=AgentSettings(embedder=options.embedder))
     messages = turn_messages(sample)
     for start in range(0, len(messages), 500):
@@ -386,7 +374,7 @@ def answer_one(agent: Agent, point: int, sample: dict[str, Any], qa: dict[str, A
         answer = ask_agent(agent, question_prompt(sample, question, memory=True))
     finally:
         agent.rewind(point)
-    row = Row(str(sample["sample_id"]), question, int(qa["category"]), gold, answer,
+    row = Row(str(sample["sample_id"]), question, category(qa) or 0, gold, answer,
               judge_answer(models.judge, question, gold, answer))
     if options.baseline:
         prompt = question_prompt(sample, question, memory=False, text=text)
@@ -514,9 +502,9 @@ def print_report(report: dict[str, Any]) -> None:
 def run(options: Options) -> int:
     """Evaluate, print the report, write it with --json; a model that cannot be used is said, with exit status 2."""
     try:
-        data = json.loads(Path(options.path).read_text(encoding="utf-8"))[: options.limit]
-    except (OSError, ValueError) as exc:
-        print(f"locomo-qa: cannot read {options.path}: {exc}", file=sys.stderr)
+        data = read_samples(options.path, options.limit)
+    except DatasetError as exc:
+        print(f"locomo-qa: {exc}", file=sys.stderr)
         return 2
     try:
         models = open_models(options)
