@@ -101,15 +101,17 @@ def test_turns_without_ids_speakers_or_text_are_read_with_stand_ins_or_left_out_
         {"speaker": "Ben", "dia_id": "D1:2", "text": None},
         {"speaker": "Ben", "dia_id": "D1:3", "blip_caption": "a photo of a violin"},
         "not a turn",
+        {"speaker": "Ben", "dia_id": "D2:1", "text": "An id used again."},
     ])
     with pytest.warns(DatasetWarning) as said:
         messages = turn_messages(sample)
-    assert [m.id for m in messages] == ["conv-v|D1:1", "conv-v|D1:3", "conv-v|D2:1"]
+    assert [m.id for m in messages] == ["conv-v|D1:1", "conv-v|D1:3", "conv-v|D2:1", "conv-v|D2:1"]
     assert messages[1].content == "[shares an image: a photo of a violin]"
     assert speakers(sample) == ("Ana", "Ben")  # the first two who speak
-    assert [m.role for m in messages] == ["user", "assistant", "user"]
+    assert [m.role for m in messages] == ["user", "assistant", "assistant", "user"]
     texts = " ".join(str(w.message) for w in said)
     assert "turn D1:2 has no text" in texts and "turn 4 is not an object" in texts
+    assert "two turns have the id D2:1" in texts
 
 
 def test_evidence_is_read_from_a_list_or_a_string_and_in_a_file_s_own_turn_ids() -> None:

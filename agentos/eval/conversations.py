@@ -167,6 +167,7 @@ def session_messages(sample: dict[str, Any]) -> list[tuple[Session, list[Message
     without text or image is left out."""
     a, _ = speakers(sample)
     result = []
+    seen: set[str] = set()
     for session in sessions(sample):
         messages: list[Message] = []
         for offset, turn in enumerate(session.turns):
@@ -174,6 +175,9 @@ def session_messages(sample: dict[str, Any]) -> list[tuple[Session, list[Message
                 _warn(f"{sample['sample_id']}: session {session.number} turn {offset + 1} is not an object; left out")
                 continue
             dia_id = str(turn.get("dia_id") or f"D{session.number}:{offset + 1}")
+            if dia_id in seen:
+                _warn(f"{sample['sample_id']}: two turns have the id {dia_id}; evidence citing it is met by either")
+            seen.add(dia_id)
             given = turn.get("text")
             text = given if isinstance(given, str) else ""
             if turn.get("blip_caption"):
