@@ -120,13 +120,17 @@ def session_date(text: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _session_keys(conv: dict[str, Any]) -> list[tuple[int, str]]:
+    """('session_3' -> 3, 'session_3') for each session key, in number order."""
+    return sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key)))
+
+
 def sessions(sample: dict[str, Any]) -> list[Session]:
     """The sessions in number order (a number may be skipped). A session without a readable date is dated a day
     after the one before it (a day before the first dated one, when it comes first), and that is warned."""
     conv = sample["conversation"]
-    numbered = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key)))
     found: list[tuple[int, datetime | None, str, list[dict[str, Any]]]] = []
-    for number, key in numbered:
+    for number, key in _session_keys(conv):
         turns = conv[key]
         if not isinstance(turns, list):
             _warn(f"{sample['sample_id']}: {key} is not a list of turns; it is left out")
@@ -154,8 +158,8 @@ def speakers(sample: dict[str, Any]) -> tuple[str, str]:
     a, b = conv.get("speaker_a"), conv.get("speaker_b")
     if a and b:
         return str(a), str(b)
-    seen = list(dict.fromkeys(str(t.get("speaker")) for s in sessions(sample) for t in s.turns
-                              if isinstance(t, dict) and t.get("speaker")))
+    turns = [t for _, key in _session_keys(conv) if isinstance(conv[key], list) for t in conv[key]]
+    seen = list(dict.fromkeys(str(t["speaker"]) for t in turns if isinstance(t, dict) and t.get("speaker")))
     seen = [str(a)] + [s for s in seen if s != str(a)] if a else seen
     seen += [name for name in ("A", "B") if name not in seen]
     return seen[0], seen[1]

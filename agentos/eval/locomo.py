@@ -21,6 +21,7 @@ from agentos.eval.conversations import DatasetError, agent_name, category, evide
 from agentos.memory.embedders import NoEmbedder
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
+from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
 from agentos.storage import Store
 
@@ -28,8 +29,8 @@ K = 10
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
-def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Agent:
-    """An agent whose recall holds the conversation, written in batched commits."""
+def load_conversation(store: Store, sample: dict[str, Any], embedder: str, messages: list[Message]) -> Agent:
+    """An agent whose recall holds the conversation's `messages` (its `turn_messages`), written in batched commits."""
     name = agent_name("locomo", sample)
     from agentos.agent.state import SearchSettings
     from agentos.memory.recall_paths import PATHS
@@ -37,7 +38,6 @@ def load_conversation(store: Store, sample: dict[str, Any], embedder: str) -> Ag
     every = [p for p in PATHS if p != "vector" or embedder != "none"]  # each path's tables are built (the graph's)
     agent = Agent.create(name, provider=ScriptedProvider([]), store=store,
                          settings=AgentSettings(embedder=embedder, search=SearchSettings(paths=every)))
-    messages = turn_messages(sample)
     for start in range(0, len(messages), 500):
         agent.add_history(messages[start : start + 500])
     return agent
@@ -148,7 +148,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
                 print(f"locomo: {sample['sample_id']} has no turns; its questions are not asked", file=sys.stderr)
                 continue
             t = time.perf_counter()
-            agent = load_conversation(store, sample, embedder)
+            agent = load_conversation(store, sample, embedder, messages)
             compact(store, agent)
             load_s += time.perf_counter() - t
             prefix = f"{sample['sample_id']}|"
