@@ -30,7 +30,7 @@ def _text_or_file(value: str | None) -> str | None:
 def cmd_new(args: argparse.Namespace) -> int:
     from agentos.agent.agent import Agent
     from agentos.agent.state import AgentSettings, FactSettings
-    from agentos.memory.embedders import resolve_embedder
+    from agentos.embedders.resolve import resolve_embedder
 
     embedder = resolve_embedder(args.embedder).name  # a bad spec is an error before anything is created
     if args.model:

@@ -79,7 +79,7 @@ def _has_facts(facts: FactTier, name: str) -> None:
 
 def when(value: str | None, flag: str, now: datetime | None = None) -> datetime | None:
     """A moment given as a date (YYYY-MM-DD or ISO time, UTC) or a duration back from now (30m, 2h, 3d, 1w)."""
-    from agentos.memory.search import parse_date
+    from agentos.retrieval.search import parse_date
 
     if value is None:
         return None
@@ -98,7 +98,7 @@ def when(value: str | None, flag: str, now: datetime | None = None) -> datetime 
 
 def _as_of(value: str | None) -> datetime | None:
     """`--as-of`: a date means the end of that day (what was believed on it)."""
-    from agentos.memory.search import parse_date
+    from agentos.retrieval.search import parse_date
 
     return parse_date(value, "--as-of", end=True)
 

@@ -34,7 +34,7 @@ def fact_line(fact: Fact) -> str:
 
 def _one_line(text: str, limit: int | None) -> str:
     """Text on one line, cut at `limit` characters when given."""
-    from agentos.memory.search import shorten
+    from agentos.retrieval.search import shorten
 
     flat = " ".join((text or "").split())
     return shorten(flat, limit) if limit else flat

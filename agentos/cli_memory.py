@@ -22,7 +22,7 @@ def _tags(raw: str | None) -> list[str] | None:
 
 def _dates(args: argparse.Namespace) -> tuple[Any, Any]:
     from agentos.errors import ToolError
-    from agentos.memory.search import date_range
+    from agentos.retrieval.search import date_range
 
     try:
         return date_range(args.since, args.until, names=("--since", "--until"))
@@ -31,7 +31,7 @@ def _dates(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _page(page: Any, what: str, query: str) -> None:
-    from agentos.memory.search import format_page
+    from agentos.retrieval.search import format_page
 
     print(format_page(page, what, query))
 
@@ -119,7 +119,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     from agentos.memory.recall import RecallTier
-    from agentos.memory.recall_paths import MATCHING_PATHS
+    from agentos.retrieval.recall_paths import MATCHING_PATHS
 
     agent = _load(args.name)
     start, end = _dates(args)

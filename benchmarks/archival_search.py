@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentos.embedders.base import HashEmbedder
 from agentos.memory.archival import ArchivalTier
-from agentos.memory.embedders import HashEmbedder
 from agentos.memory.tier import TierContext
 from agentos.storage.db import Database
 from agentos.storage.vector_index import ANN_MIN_ROWS, PARTITIONS, RERANK_CANDIDATES, vector_index_type

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "agentos"
 STATE_READERS = {"blocks", "block", "blocks_view", "snapshot", "last"}
 TUI_IMPORTERS = {"agentos.tui", "agentos.cli"}
-LANCEDB_IMPORTERS = {"agentos.storage", "agentos.memory"}
+LANCEDB_IMPORTERS = {"agentos.storage", "agentos.memory", "agentos.retrieval"}
 
 
 def module_name(path: Path) -> str:

@@ -162,8 +162,8 @@ def test_a_listing_page_is_right_even_when_a_compaction_renumbered_the_rows() ->
 
 @pytest.mark.parametrize("embedder", ["none", "hash:64"])
 def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentos.memory.search as search
-    from agentos.memory.search import POSTFILTER_FROM, kept_share, tag_clause
+    import agentos.retrieval.search as search
+    from agentos.retrieval.search import POSTFILTER_FROM, kept_share, tag_clause
 
     arch = archival(make_agent(embedder=embedder))
     assert kept_share(arch.table, tag_clause(["common"])) is None  # a small table: always filtered first
@@ -183,7 +183,7 @@ def test_filters_hold_whether_applied_before_or_after_ranking(embedder: str, mon
 
 def test_a_filter_applied_after_ranking_loses_no_match(monkeypatch: pytest.MonkeyPatch) -> None:
     import agentos.memory.archival as archival_module
-    import agentos.memory.search as search
+    import agentos.retrieval.search as search
 
     monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
     monkeypatch.setattr(archival_module, "MAX_CANDIDATES", 2)  # so the best few matches are all untagged
@@ -213,7 +213,7 @@ def test_a_hybrid_page_shows_each_passage_whichever_search_found_it() -> None:
 
 def test_a_date_range_gives_the_same_page_filtered_before_or_after_ranking(monkeypatch: pytest.MonkeyPatch) -> None:
     import agentos.memory.archival as archival_module
-    import agentos.memory.search as search
+    import agentos.retrieval.search as search
 
     monkeypatch.setattr(search, "POSTFILTER_MIN_ROWS", 0)  # as if the table were large
     monkeypatch.setattr(archival_module, "MAX_CANDIDATES", 2)  # so filtering after ranking finds enough rows

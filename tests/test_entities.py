@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentos.memory.entities import (
+from agentos.retrieval.entities import (
     Mention,
     alias_words,
     entity_key,
@@ -15,7 +15,7 @@ from agentos.memory.entities import (
     singular,
     speaker_key,
 )
-from agentos.memory.entity_rank import Graph
+from agentos.retrieval.entity_rank import Graph
 
 
 def keys(text: str, speaker: str | None = None, role: str = "user") -> list[str]:

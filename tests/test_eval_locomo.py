@@ -80,7 +80,7 @@ def test_paired_gain_interval() -> None:
 
 def test_the_cross_stage_is_refused_with_the_install_hint_without_the_bge_extra(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agentos.memory.cross_encoder import cross_available
+    from agentos.retrieval.cross_encoder import cross_available
 
     if cross_available():
         pytest.skip("the bge extra is installed here")
@@ -92,7 +92,7 @@ def test_the_cross_stage_is_refused_with_the_install_hint_without_the_bge_extra(
 
 def test_with_the_cross_stage_the_eval_compares_search_with_and_without_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agentos.memory.cross_encoder import cross_available
+    from agentos.retrieval.cross_encoder import cross_available
 
     if not cross_available():
         pytest.skip("needs the bge extra (pip install -e '.[bge]')")

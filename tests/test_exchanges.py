@@ -153,7 +153,7 @@ def test_reindex_rebuilds_the_exchanges(agentos_home: Path) -> None:
 
 def test_an_agent_saved_with_the_earlier_default_paths_searches_with_exchanges_too() -> None:
     from agentos.agent.state import SearchSettings
-    from agentos.memory.recall_paths import DEFAULT_PATHS
+    from agentos.retrieval.recall_paths import DEFAULT_PATHS
 
     earlier = SearchSettings.model_validate({"paths": ["keyword", "speakers", "neighbours", "time", "vector"]})
     assert earlier.paths == DEFAULT_PATHS and "exchange" in earlier.paths

@@ -12,10 +12,9 @@ from mock_api import MockAPI, oa_error, oa_text_reply, sse_response
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings, SearchSettings
+from agentos.embedders.base import NoEmbedder
 from agentos.errors import ServerError
 from agentos.events import ToolCallFinished
-from agentos.memory.embedders import NoEmbedder
-from agentos.memory.model_stages import RERANK_POOL, REWRITES, picked_numbers, rewrite_lines
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
 from agentos.messages import Message
@@ -23,6 +22,7 @@ from agentos.providers.base import ModelRequest
 from agentos.providers.openai_provider import OpenAIProvider
 from agentos.providers.retry import RetryPolicy
 from agentos.providers.scripted import ScriptedProvider, Step
+from agentos.retrieval.model_stages import RERANK_POOL, REWRITES, picked_numbers, rewrite_lines
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 FILLER = [f"unrelated chat number {i} about the weather and the garden" for i in range(40)]

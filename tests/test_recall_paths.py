@@ -10,11 +10,11 @@ import pytest
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings, SearchSettings
-from agentos.memory.query import content_words, variants
 from agentos.memory.recall import RecallTier
-from agentos.memory.recall_paths import chosen_paths
 from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
+from agentos.retrieval.query import content_words, variants
+from agentos.retrieval.recall_paths import chosen_paths
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -156,7 +156,7 @@ def said(agent: Agent, turns: list[tuple[str, str, str]]) -> list[Message]:
 
 
 def test_a_named_speaker_is_matched_against_who_spoke_not_as_a_word() -> None:
-    from agentos.memory.turn_context import named_speakers
+    from agentos.retrieval.turn_context import named_speakers
 
     speakers = {"Caroline", "Melanie"}
     assert named_speakers("What did Caroline research?", speakers) == ({"Caroline"}, "What did research?")
@@ -183,7 +183,7 @@ def test_what_a_named_speaker_said_outranks_others_saying_the_name(agentos_home:
 
 
 def test_a_hits_score_spreads_most_to_the_replies_after_it() -> None:
-    from agentos.memory.turn_context import FOLLOWING, PRECEDING, TurnOrder, spread
+    from agentos.retrieval.turn_context import FOLLOWING, PRECEDING, TurnOrder, spread
 
     order = TurnOrder()
     order.extend((key, "user", START, None) for key in "abcdefg")
@@ -260,7 +260,7 @@ def test_facts_join_the_search_with_the_messages_they_came_from(agentos_home: Pa
 
 
 def test_a_speakers_name_stays_in_the_query_when_nothing_else_would_match() -> None:
-    from agentos.memory.turn_context import named_speakers
+    from agentos.retrieval.turn_context import named_speakers
 
     assert named_speakers("Who is Sam?", {"Sam"}) == ({"Sam"}, "Who is Sam?")
     assert named_speakers("What is James' job?", {"James"}) == ({"James"}, "What is job?")

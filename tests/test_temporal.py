@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from agentos.memory.temporal import TimeHint, asks_when, resolve_time, without_time
+from agentos.retrieval.temporal import TimeHint, asks_when, resolve_time, without_time
 
 NOW = datetime(2023, 5, 17, 15, 30, tzinfo=UTC)  # a Wednesday; weeks start on Monday (15-21 May)
 

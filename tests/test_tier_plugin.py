@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from agentos import Agent, tool
+from agentos.embedders.base import Embedder
 from agentos.memory import tiers as tier_registry
-from agentos.memory.embedders import Embedder
 from agentos.memory.tier import MemoryStats, Progress, Tier
 from agentos.messages import Message
 from agentos.providers import ScriptedProvider, Step

@@ -24,6 +24,7 @@ from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.agent.turn_state import Compaction, TurnState
 from agentos.blocks import Block, CoreMemory, MemoryEdit
 from agentos.config import configured_window
+from agentos.embedders.resolve import resolve_embedder
 from agentos.errors import (
     AgentDeletedError,
     AgentNotFoundError,
@@ -36,7 +37,6 @@ from agentos.errors import (
     WindowWarning,
 )
 from agentos.events import Event, MessagesEvicted, Notice, StepSaved
-from agentos.memory.embedders import resolve_embedder
 from agentos.memory.tier import MemoryStats, Progress
 from agentos.memory.tiers import Tiers, delete_tiers
 from agentos.messages import Message, Usage, utc_now

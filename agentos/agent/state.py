@@ -57,14 +57,14 @@ class FactSettings(BaseModel):
 
 
 def default_paths() -> list[str]:
-    """The search paths a new agent fuses (their owner is memory.recall_paths)."""
-    from agentos.memory.recall_paths import DEFAULT_PATHS
+    """The search paths a new agent fuses (their owner is retrieval.recall_paths)."""
+    from agentos.retrieval.recall_paths import DEFAULT_PATHS
 
     return list(DEFAULT_PATHS)
 
 
 class SearchSettings(BaseModel):
-    """How conversation_search ranks: which paths it fuses, and their weights (see memory.recall_paths)."""
+    """How conversation_search ranks: which paths it fuses, and their weights (see retrieval.recall_paths)."""
 
     paths: list[str] = Field(default_factory=lambda: default_paths())
     weights: dict[str, float] = Field(default_factory=dict)  # by path; a path not named here has its default weight
@@ -75,7 +75,7 @@ class SearchSettings(BaseModel):
     def _current_defaults(cls, paths: list[str]) -> list[str]:
         """An agent saved with an earlier release's default paths searches with today's (a list chosen on purpose
         that equals an earlier default is taken for it)."""
-        from agentos.memory.recall_paths import FORMER_DEFAULTS
+        from agentos.retrieval.recall_paths import FORMER_DEFAULTS
 
         return default_paths() if paths in FORMER_DEFAULTS else paths
 

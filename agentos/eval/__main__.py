@@ -19,7 +19,7 @@ def categories(text: str) -> tuple[int, ...]:
 
 def paths(text: str) -> tuple[str, ...]:
     """'keyword,time' -> ('keyword', 'time'), each a known search path."""
-    from agentos.memory.recall_paths import PATHS
+    from agentos.retrieval.recall_paths import PATHS
 
     chosen = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [p for p in chosen if p not in PATHS]

@@ -16,9 +16,9 @@ from typing import Any
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
+from agentos.embedders.base import NoEmbedder
 from agentos.errors import AgentOSError
 from agentos.eval.conversations import DatasetError, agent_name, category, evidence_ids, read_samples, turn_messages
-from agentos.memory.embedders import NoEmbedder
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
 from agentos.messages import Message
@@ -33,7 +33,7 @@ def load_conversation(store: Store, sample: dict[str, Any], embedder: str, messa
     """An agent whose recall holds the conversation's `messages` (its `turn_messages`), written in batched commits."""
     name = agent_name("locomo", sample)
     from agentos.agent.state import SearchSettings
-    from agentos.memory.recall_paths import PATHS
+    from agentos.retrieval.recall_paths import PATHS
 
     every = [p for p in PATHS if p != "vector" or embedder != "none"]  # each path's tables are built (the graph's)
     agent = Agent.create(name, provider=ScriptedProvider([]), store=store,
@@ -91,7 +91,7 @@ class Config:
 
 def ablation_configs(available: list[str]) -> list[Config]:
     """Each path alone (a stage that reorders what others found, with keywords), then cumulative in PATHS order."""
-    from agentos.memory.recall_paths import STAGES
+    from agentos.retrieval.recall_paths import STAGES
 
     alone = [("keyword", p) if p in STAGES else (p,) for p in available]
     cumulative = [tuple(available[: i + 1]) for i in range(1, len(available))]
@@ -110,9 +110,9 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
         paths: tuple[str, ...] | None = None, ablation: bool = False, search_model: str | None = None) -> int:
     """Load every conversation, ask every question through recall search, print the figures. `search_model`
     (a model spec) is the model the rewrite and rerank paths ask; without one they are left out."""
-    from agentos.memory.cross_encoder import cross_available
-    from agentos.memory.onnx_models import INSTALL
-    from agentos.memory.recall_paths import MODEL_PATHS, PATHS
+    from agentos.embedders.onnx_models import INSTALL
+    from agentos.retrieval.cross_encoder import cross_available
+    from agentos.retrieval.recall_paths import MODEL_PATHS, PATHS
     from agentos.tokens import EstimateCounter
 
     try:

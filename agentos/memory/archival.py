@@ -15,9 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from agentos.embedders.base import Embedder, vector_array
 from agentos.errors import ToolError
-from agentos.memory.embedders import Embedder, vector_array
-from agentos.memory.search import (
+from agentos.memory.tables import open_embedded, reembed_table
+from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
+from agentos.messages import new_id, utc_now
+from agentos.retrieval.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
     VECTOR_CANDIDATES,
@@ -37,9 +40,6 @@ from agentos.memory.search import (
     tag_clause,
     timestamp_literal,
 )
-from agentos.memory.tables import open_embedded, reembed_table
-from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
-from agentos.messages import new_id, utc_now
 from agentos.storage.db import quote, storage_errors
 from agentos.storage.schemas import archival_schema
 from agentos.storage.vector_index import ensure_vector_index

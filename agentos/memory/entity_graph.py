@@ -5,7 +5,7 @@ each step beside the messages (and discarded with them), so it is always exactly
 messages: it is the graph. `entities_<agent>` is a summary of it, one row per entity (names,
 aliases, counts, first and last seen), rewritten from the links when the agent is closed, after a
 reindex, and when it is opened after a crash left it out of date; nothing reads it to rank. Ranking
-reads the links into memory once (memory.entity_rank.Graph); a writer adds each step's to it.
+reads the links into memory once (retrieval.entity_rank.Graph); a writer adds each step's to it.
 
 The graph is on for an agent whose search paths include "graph", and for one that already has it.
 It adds no tool and no line to the prompt: recall search fuses `ranked_messages` as one more list.
@@ -21,12 +21,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from agentos.embedders.base import Embedder
 from agentos.errors import StorageError
-from agentos.memory.embedders import Embedder
-from agentos.memory.entities import extract
-from agentos.memory.entity_rank import Graph
 from agentos.memory.tier import Progress, Rows, Tier, TierContext
 from agentos.messages import Message
+from agentos.retrieval.entities import extract
+from agentos.retrieval.entity_rank import Graph
 from agentos.storage.db import quote, replace_table, storage_errors
 from agentos.storage.records import search_text
 from agentos.storage.schemas import ENTITIES_SCHEMA, ENTITY_LINKS_SCHEMA

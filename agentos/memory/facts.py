@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from agentos.embedders.base import Embedder, vector_array
 from agentos.errors import FactError, StorageError
-from agentos.memory.embedders import Embedder, vector_array
 from agentos.memory.fact_rows import (
     FACT_CHANGES,
     PROGRESS_KINDS,
@@ -32,7 +32,10 @@ from agentos.memory.fact_rows import (
     undo_effects,
 )
 from agentos.memory.retention import by_retention, last_use, retention
-from agentos.memory.search import (
+from agentos.memory.tables import open_embedded, reembed_table
+from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
+from agentos.messages import new_id, utc_now
+from agentos.retrieval.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
     VECTOR_CANDIDATES,
@@ -47,9 +50,6 @@ from agentos.memory.search import (
     shorten,
     timestamp_literal,
 )
-from agentos.memory.tables import open_embedded, reembed_table
-from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
-from agentos.messages import new_id, utc_now
 from agentos.storage.db import quote, storage_errors
 from agentos.storage.schemas import FACT_CHANGES_SCHEMA, facts_schema
 from agentos.text import valid_text

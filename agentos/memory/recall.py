@@ -13,11 +13,14 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from agentos.embedders.base import Embedder, embed_in_chunks, vector_array
 from agentos.errors import ToolError
-from agentos.memory.embedders import Embedder, embed_in_chunks, vector_array
 from agentos.memory.exchanges import Exchanges, exchanges_table_name
-from agentos.memory.model_stages import RERANK_POOL, SearchModel
-from agentos.memory.recall_paths import (
+from agentos.memory.tables import open_embedded
+from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
+from agentos.messages import Message, utc_now
+from agentos.retrieval.model_stages import RERANK_POOL, SearchModel
+from agentos.retrieval.recall_paths import (
     DEFAULT_PATHS,
     DEFAULT_WEIGHTS,
     Lists,
@@ -28,7 +31,7 @@ from agentos.memory.recall_paths import (
     variant_reads,
     vector_read,
 )
-from agentos.memory.search import (
+from agentos.retrieval.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
     Hit,
@@ -43,10 +46,7 @@ from agentos.memory.search import (
     query_vector,
     rrf,
 )
-from agentos.memory.tables import open_embedded
-from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
-from agentos.memory.turn_context import TurnOrder, around, keyword_ranking, named_speakers, turns_after
-from agentos.messages import Message, utc_now
+from agentos.retrieval.turn_context import TurnOrder, around, keyword_ranking, named_speakers, turns_after
 from agentos.storage.db import delete_ids, quote, replace_table, storage_errors
 from agentos.storage.records import embed_text
 from agentos.storage.schemas import recall_vectors_schema
@@ -216,7 +216,7 @@ class RecallTier(Tier):
         now: datetime | None = None,
     ) -> Page:
         """Ranked messages: the `paths` (default: the agent's search settings) fused by weighted reciprocal rank
-        (see memory.recall_paths); an empty query with dates lists by time. `now` resolves "last week" (default:
+        (see retrieval.recall_paths); an empty query with dates lists by time. `now` resolves "last week" (default:
         the current time)."""
         query = clean_query(query)
         start, end = (None if m is None else as_utc(m) for m in (start, end))
@@ -263,7 +263,7 @@ class RecallTier(Tier):
                filters: tuple[datetime | None, datetime | None, Sequence[str] | None], notes: list[str]) -> Lists:
         """Every chosen path's ranked list; the reads run at once. A path that fails is left out, and `notes`
         says why when the model should know (meaning or a model stage left out)."""
-        from agentos.memory.query import variants
+        from agentos.retrieval.query import variants
 
         table = self.vectors if "vector" in chosen else None
         vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
@@ -365,7 +365,7 @@ class RecallTier(Tier):
         """The fused list with its best CROSS_POOL reordered by their fused order and the cross-encoder's, fused by
         reciprocal rank, each read with the turn before it (unchanged, and `notes` says why, when the model cannot be
         loaded)."""
-        from agentos.memory.cross_encoder import CROSS_POOL, CROSS_WEIGHT, cross_order, cross_scores
+        from agentos.retrieval.cross_encoder import CROSS_POOL, CROSS_WEIGHT, cross_order, cross_scores
 
         keys = [key for key, _ in ranked[:CROSS_POOL]]
         turns = self._turns_for(messages)

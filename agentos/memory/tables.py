@@ -7,8 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from agentos.embedders.base import Embedder, embed_in_chunks
 from agentos.errors import EmbedderMismatchError
-from agentos.memory.embedders import Embedder, embed_in_chunks
 from agentos.storage.db import Database, replace_table, storage_errors
 from agentos.storage.schemas import table_embedder
 

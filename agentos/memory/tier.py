@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from agentos.embedders.base import Embedder
 from agentos.errors import ReadOnlyAgentError
-from agentos.memory.embedders import Embedder
 from agentos.messages import Message
 from agentos.storage.db import SWAP_SUFFIX, Database
 from agentos.storage.store import Rows

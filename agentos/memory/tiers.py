@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from agentos.embedders.base import Embedder
+from agentos.embedders.resolve import resolve_embedder
 from agentos.errors import StorageError, ToolError
 from agentos.memory.archival import ArchivalTier
-from agentos.memory.embedders import Embedder, resolve_embedder
 from agentos.memory.entity_graph import EntityGraphTier
 from agentos.memory.facts import FactTier
 from agentos.memory.recall import RecallTier

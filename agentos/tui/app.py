@@ -618,7 +618,7 @@ class AgentApp(FactNews):
     def _search(self, tier: str) -> Callable[[str], tuple[str, list[SearchResult]]]:
         from agentos.memory.archival import ArchivalTier
         from agentos.memory.recall import RecallTier
-        from agentos.memory.recall_paths import MATCHING_PATHS
+        from agentos.retrieval.recall_paths import MATCHING_PATHS
 
         def search(query: str) -> tuple[str, list[SearchResult]]:
             if not query.strip():

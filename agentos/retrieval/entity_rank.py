@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentos.memory.entities import AGENT, USER, alias_words, ngram_keys, query_mentions
+from agentos.retrieval.entities import AGENT, USER, alias_words, ngram_keys, query_mentions
 
 QUERY_HUB_SHARE = 0.2  # an entity named by more than this share of messages does not pick messages by itself
 EXPAND_SHARE = 0.05  # expansion goes only through entities named by at most this share of messages

@@ -1,4 +1,4 @@
-"""General English word lists for rule-based entity extraction (memory.entities).
+"""General English word lists for rule-based entity extraction (retrieval.entities).
 
 Nothing here knows any dataset, speaker or topic: function words, common words that start
 sentences, relationship nouns, and the words that say what kind of thing a name is.

@@ -1,5 +1,5 @@
 """The `cross` search stage: a cross-encoder reads the question with each of the best fused candidates and scores
-how well the candidate answers it (ms-marco-MiniLM-L-12-v2, bundled: memory.onnx_models); its order and the fused
+how well the candidate answers it (ms-marco-MiniLM-L-12-v2, bundled: embedders.onnx_models); its order and the fused
 order are fused by reciprocal rank, with equal weight. Its order alone lost what the other paths know and it
 cannot (dates: on two LoCoMo conversations hit@1 fell from 0.43 to 0.25).
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agentos.embedders.onnx_models import load
 from agentos.errors import EmbedderError
-from agentos.memory.onnx_models import load
 
 MODEL = "ms-marco-minilm-l-12-v2"
 CROSS_POOL = 20  # the fused candidates it reads (the rest follow in fused order)

@@ -4,10 +4,10 @@ that finds nothing costs nothing, and one that fails is left out.
 
 Paths (names used in settings and by the eval's ablation):
 - keyword: BM25 over the question, over a pool of MAX_CANDIDATES matches;
-- speakers: a speaker the question names is matched against who spoke, not as a word (memory.turn_context);
+- speakers: a speaker the question names is matched against who spoke, not as a word (retrieval.turn_context);
 - neighbours: not a list: every hit's fused score spreads to the turns around it, where an answer often is
-  (memory.turn_context);
-- variants: BM25 over its content words (memory.query);
+  (retrieval.turn_context);
+- variants: BM25 over its content words (retrieval.query);
 - vector: nearest neighbours by meaning (with an embedder);
 - exchange: BM25 over every turn joined with the turn before it, credited to the later turn: a question's words
   are often in the turn that asked and its answer in the reply (memory.exchanges);
@@ -17,9 +17,9 @@ Paths (names used in settings and by the eval's ablation):
 - graph: messages linked to the entities of the question, with one- and two-hop expansion (when the entity graph
   tier is installed);
 - facts: the messages the facts that best match the question came from (when consolidation has made facts);
-- rewrite: BM25 over the keyword queries a language model writes for the question (memory.model_stages);
-- rerank: not a list: a language model reorders the fused list's best candidates (memory.model_stages);
-- cross: not a list: a cross-encoder bundled with the `bge` extra reorders them (memory.cross_encoder).
+- rewrite: BM25 over the keyword queries a language model writes for the question (retrieval.model_stages);
+- rerank: not a list: a language model reorders the fused list's best candidates (retrieval.model_stages);
+- cross: not a list: a cross-encoder bundled with the `bge` extra reorders them (retrieval.cross_encoder).
 
 rewrite and rerank need a model for search (the agent's, or `search.model`); each costs a model call per new
 question, so they are off unless chosen.
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentos.memory.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clauses, fts_rows, nearest_rows, rrf
-from agentos.memory.turn_context import TurnOrder
+from agentos.retrieval.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clauses, fts_rows, nearest_rows, rrf
+from agentos.retrieval.turn_context import TurnOrder
 
 PATHS = ("keyword", "speakers", "neighbours", "time", "exchange", "variants", "graph", "facts", "vector", "rewrite", "rerank",
          "cross")
@@ -92,7 +92,7 @@ class TimeReads:
 async def time_read(handle: Any, question: str, where: str, now: datetime, columns: Sequence[str]) -> TimeReads | None:
     """For a question that names a time: BM25 within that range, and within TOLD_WITHIN either side of it (ranked by
     `time_ranked` once read); None for a question without a time. `columns` must hold content and created_at."""
-    from agentos.memory.temporal import resolve_time, without_time
+    from agentos.retrieval.temporal import resolve_time, without_time
 
     hint = resolve_time(question, now)
     if hint is None:
@@ -127,7 +127,7 @@ def time_ranked(reads: TimeReads) -> list[dict[str, Any]]:
 def told_time(row: dict[str, Any]) -> Any | None:
     """The time a turn's words place what it tells ("last month", "on May 8"), resolved against when it was said;
     None when they name none. Only its first TOLD_CHARS are read: parsing costs about 3 µs a character."""
-    from agentos.memory.temporal import resolve_time
+    from agentos.retrieval.temporal import resolve_time
 
     return resolve_time(row["content"][:TOLD_CHARS], row["created_at"]) if row.get("content") else None
 
@@ -135,7 +135,7 @@ def told_time(row: dict[str, Any]) -> Any | None:
 def dated_ids(question: str, rows: Sequence[dict[str, Any]]) -> list[str] | None:
     """For a question that asks when: the keyword hits that say when something happened (a temporal expression
     that resolves against the message's own time), in their keyword order; None for other questions."""
-    from agentos.memory.temporal import asks_when
+    from agentos.retrieval.temporal import asks_when
 
     if not asks_when(question):
         return None

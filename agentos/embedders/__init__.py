@@ -1,0 +1,1 @@
+"""Embedders: text to vectors (`base`), backed by models (`services`, `bge`), and specs resolved (`resolve`)."""
