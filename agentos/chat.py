@@ -9,30 +9,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, TextIO
 
-from agentos.commands import help_text, run_command
-from agentos.events import (
-    Event,
-    FactsChanged,
-    FactsNotice,
-    MemoryEdited,
-    MessagesEvicted,
-    Notice,
-    ReplyIncomplete,
-    Retrying,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnFailed,
-)
-from agentos.formatting import (
-    describe_edit,
-    describe_eviction,
-    describe_failure,
-    describe_incomplete,
-    describe_retry,
-    ends_session,
-    short,
-)
+from agentos.commands.slash import help_text, run_command
+from agentos.config import data_home
+from agentos.events import Event, FactsNotice, MemoryEdited, Retrying, ToolCallFinished, ToolCallStarted, TurnFailed
+from agentos.formatting import describe_edit, short
+from agentos.presenter import Kind, fact_change_line, fact_notice_line, present
 
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
@@ -43,21 +24,8 @@ HISTORY_FILE = "repl_history"  # in the agentos data home
 HISTORY_LENGTH = 1000  # input lines kept in it
 
 
-def fact_lines(events: list[FactsChanged | FactsNotice]) -> list[str]:
-    """Consolidation's events as REPL lines: `[facts] + Ada likes green tea`, `[facts] warning: …`."""
-    lines: list[str] = []
-    for event in events:
-        if isinstance(event, FactsChanged):
-            lines += [f"[facts] {change}" for change in event.changes]
-        else:
-            lines.append(f"[facts] {event.level}: {event.text}")
-    return lines
-
-
 def history_path() -> Path:
     """Where the REPL keeps the lines typed into it, across sessions: `repl_history` in the data home."""
-    from agentos.config import data_home
-
     return data_home() / HISTORY_FILE
 
 
@@ -108,7 +76,6 @@ def save_history(readline: ModuleType, path: Path) -> None:
 
 class Repl:
     """Reads lines, runs turns and prints their events."""
-
     def __init__(
         self,
         agent: Agent,
@@ -137,7 +104,7 @@ class Repl:
         finally:
             save_history()
             self.agent.close()
-        self.show_facts()  # what the batch under way at the end made (closing let it finish)
+        self.show_news()  # what the batch under way at the end made (closing let it finish)
         return 1 if self.ended else 0
 
     def line_editing(self) -> Callable[[], None]:
@@ -149,7 +116,7 @@ class Repl:
     def loop(self) -> None:
         """Read lines and answer them until the user leaves or the session ends."""
         while self.ended is None:
-            self.show_facts()
+            self.show_news()
             try:
                 line = self.read("you> ")
                 if self.echo:
@@ -169,21 +136,13 @@ class Repl:
                 continue
             self.take_turn(line)
 
-    def show_facts(self) -> None:
-        """Print what fact consolidation did since the last prompt, one line each; nothing when it did nothing."""
-        for line in fact_lines(self.fact_events()):
-            self.write(line)
-
-    def fact_events(self) -> list[FactsChanged | FactsNotice]:
-        """The consolidator's events not yet shown; none while fact memory is not in use (or cannot be read)."""
-        from agentos.memory.facts import FactTier
-
+    def show_news(self) -> None:
+        """Print the background news since the last prompt (what fact consolidation did), as turn events are."""
         try:
-            if not self.agent.tier(FactTier).in_use:
-                return []
-            return self.agent.consolidator.take_events()
-        except Exception:  # noqa: BLE001 - these lines are a nicety; the chat goes on without them
-            return []
+            for event in self.agent.idle():
+                self.show(event)
+        except Exception:  # noqa: BLE001 - the news is a nicety; the chat goes on without it
+            pass
 
     def command(self, line: str) -> bool:
         """Run a slash command; True when it asks to leave."""
@@ -204,38 +163,54 @@ class Repl:
             self.streaming = False
             self.write("\n(cancelled; the agent is saved and ready)")
         finally:
-            self.end_reply()
+            self.reply_end()
 
-    def end_reply(self) -> None:
+    def show(self, event: Event) -> None:
+        """Print one event: reply text as it streams, everything else on a line of its own."""
+        present(event, self)
+
+    # -- the presenter's view: how each kind of event prints -------------------------------------
+
+    def reply_text(self, text: str) -> None:
+        if not self.streaming:
+            self.write(f"{self.agent.name}> ", end="")
+        self.streaming = True
+        self.write(text, end="")
+
+    def reply_end(self) -> None:
         """End the line a streamed reply is on, so that what comes next starts a line of its own."""
         if self.streaming:
             self.streaming = False
             self.write()
 
-    def show(self, event: Event) -> None:
-        """Print one event of a turn: reply text as it streams, everything else on a line of its own."""
-        if isinstance(event, TextDelta):
-            if not self.streaming:
-                self.write(f"{self.agent.name}> ", end="")
-            self.streaming = True
-            self.write(event.text, end="")
-            return
-        self.end_reply()
-        if isinstance(event, ToolCallStarted):
-            self.write(f"  → {event.name}({short(event.arguments, 70)})")
-        elif isinstance(event, ToolCallFinished) and event.is_error:
+    def retry_over(self) -> None:
+        """Nothing to take back: a retry was one line."""
+
+    def tool_started(self, event: ToolCallStarted) -> None:
+        self.write(f"  → {event.name}({short(event.arguments, 70)})")
+
+    def tool_finished(self, event: ToolCallFinished) -> None:
+        if event.is_error:
             self.write(f"  ✗ {short(event.result, 100)}")
-        elif isinstance(event, MemoryEdited):
-            self.write(f"  {describe_edit(event)}")
-        elif isinstance(event, MessagesEvicted):
-            self.write(f"  {describe_eviction(event)}")
-        elif isinstance(event, ReplyIncomplete):
-            self.write(f"  {describe_incomplete(event)}")
-        elif isinstance(event, Notice):
-            self.write(f"  ! {event.text}")
-        elif isinstance(event, Retrying) and event.remaining == event.wait:  # once per retry, not every tick
-            self.write(f"  ! {describe_retry(event)}")
-        elif isinstance(event, TurnFailed):
-            self.write(describe_failure(event))
-            if ends_session(event):
-                self.ended = event.error
+
+    def memory_edited(self, event: MemoryEdited) -> None:
+        self.write(f"  {describe_edit(event)}")
+
+    def retrying(self, event: Retrying, text: str) -> None:
+        if event.remaining == event.wait:  # once per retry, not every tick of its countdown
+            self.write(f"  ! {text}")
+
+    def line(self, text: str, kind: Kind) -> None:
+        self.write(f"  {text}")
+
+    def failed(self, event: TurnFailed, text: str, ends_session: bool) -> None:
+        self.write(text)
+        if ends_session:
+            self.ended = event.error
+
+    def facts_changed(self, lines: list[str]) -> None:
+        for change in lines:
+            self.write(fact_change_line(change))
+
+    def facts_notice(self, event: FactsNotice) -> None:
+        self.write(fact_notice_line(event))

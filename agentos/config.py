@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from platformdirs import user_data_dir
+
 from agentos.errors import ConfigError
 
 HOME_VARIABLE = "AGENTOS_HOME"
@@ -18,8 +20,6 @@ def data_home() -> Path:
     override = os.environ.get(HOME_VARIABLE)
     if override:
         return Path(override).expanduser()
-    from platformdirs import user_data_dir
-
     return Path(user_data_dir("agentos", appauthor=False))
 
 

@@ -1,6 +1,10 @@
-"""The error tree: every failure a user or the model can see is one of these."""
+"""The error tree: every failure a user or the model can see is one of these; and how agentos's warnings are shown."""
 
 from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
 
 
 class AgentOSError(Exception):
@@ -57,6 +61,19 @@ class DamageWarning(AgentOSWarning):
 
 class WindowWarning(AgentOSWarning):
     """The context window the agent budgets for is not what the server serves (or the server's default limits it)."""
+
+
+def show_damage_warnings() -> None:
+    """Print agentos's own warnings as `warning: ...` on stderr (other warnings keep Python's own format)."""
+    default = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, AgentOSWarning):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
 
 
 class ToolDefinitionError(AgentOSError):

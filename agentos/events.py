@@ -121,8 +121,8 @@ class TurnFailed(BaseModel):
 
 
 class FactsChanged(BaseModel):
-    """Background consolidation changed fact memory (sent between turns, by `Agent.consolidator`, not by a turn):
-    one line per change, e.g. "+ Ada likes green tea"."""
+    """Background consolidation changed fact memory (yielded by `Agent.idle`, between turns): one line per
+    change, e.g. "+ Ada likes green tea"."""
 
     type: Literal["facts_changed"] = "facts_changed"
     changes: list[str]
@@ -150,4 +150,6 @@ Event = Union[
     StepSaved,
     TurnFinished,
     TurnFailed,
+    FactsChanged,
+    FactsNotice,
 ]

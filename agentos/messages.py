@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field
 
 from agentos.text import ValidText
 
@@ -46,10 +46,6 @@ class Message(BaseModel):
     name: ValidText | None = None
     is_error: bool = False
     created_at: datetime = Field(default_factory=utc_now)
-    # (counter kind, content, measure): the pager's cached size of this message (for this very content); not serialized
-    _size: tuple[str, str, int] | None = PrivateAttr(default=None)
-    # (wire form, content, tool calls, bytes): a provider's encoding of this message; not serialized
-    _wire: tuple[str, str, list[ToolCall], bytes] | None = PrivateAttr(default=None)
 
     @classmethod
     def user(cls, text: str) -> Message:

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentos.errors import ConfigError
+from agentos.message_cache import MessageCache
 from agentos.messages import Message
+from agentos.providers.models import parse_spec
 
 MESSAGE_OVERHEAD = 4  # role and separators, per message (OpenAI's published figure)
 DEFAULT_TOKENS_PER_BYTE = 0.325  # bytes/4 x 1.3: deliberately high until calibrated
@@ -101,11 +104,18 @@ def local_tiktoken(encoding: str = "o200k_base") -> TiktokenCounter | None:
         return None
 
 
+def tiktoken_encoding(model: str) -> str:
+    """The tiktoken encoding of a model spec's model (a bare model name, or a spec it cannot read, is taken whole)."""
+    try:
+        name = parse_spec(model).model.lower()
+    except ConfigError:
+        name = model.lower()
+    return "cl100k_base" if name.startswith(("gpt-4-", "gpt-3.5")) or name == "gpt-4" else "o200k_base"
+
+
 def counter_for(model: str) -> TokenCounter:
-    """The best counter available offline for a model."""
-    name = (model.partition("/")[2] or model).lower()
-    encoding = "cl100k_base" if name.startswith(("gpt-4-", "gpt-3.5")) or name == "gpt-4" else "o200k_base"
-    return local_tiktoken(encoding) or EstimateCounter()
+    """The best counter available offline for a model spec."""
+    return local_tiktoken(tiktoken_encoding(model)) or EstimateCounter()
 
 
 def message_text(message: Message) -> str:
@@ -125,32 +135,31 @@ def count_message(counter: TokenCounter, message: Message) -> int:
 class MessageSizes:
     """Per-message token counts, kept so that a call counts only the messages that are new.
 
-    Each message carries its raw measure (bytes for the estimator, tokens for tiktoken) in
-    `Message._size`, so a recalibrated ratio applies at once without measuring again. The counts
-    of the last sequence asked about are kept too: the next call, the same messages with a few
-    more at the end, measures and counts only those few.
+    Each message's raw measure (bytes for the estimator, tokens for tiktoken) is kept in a cache of
+    this object's, keyed by the message, so a recalibrated ratio applies at once without measuring
+    again; it keeps about what the last sequences asked about hold (see `MessageCache.fitted`).
+    The counts of the last sequence asked about are kept too: the next call, the same messages with a
+    few more at the end, measures and counts only those few.
     """
 
     def __init__(self, counter: TokenCounter) -> None:
         self._estimating = isinstance(counter, EstimateCounter)
         self._exact = None if self._estimating else counter
-        self._kind = "bytes" if self._estimating else counter.name
+        self._kept: MessageCache[int] = MessageCache(self._raw_measure)
         self._seen: tuple[Message, ...] = ()  # the last sequence counted
         self._measures: list[int] = []  # its raw measures
         self._measured = 0  # their sum
         self._ratio: float | None = None  # the ratio `_tokens` were counted with
         self._tokens: list[int] = []  # tokens of the first len(_tokens) messages of `_seen`
 
-    def _measure(self, message: Message) -> int:
-        private = message.__pydantic_private__  # plain dict access: this runs for every new message
-        cached = private.get("_size") if private is not None else None
-        if cached is not None and cached[0] == self._kind and cached[1] is message.content:
-            return int(cached[2])
+    def _raw_measure(self, message: Message) -> int:
         text = message_text(message)
-        measure = len(text.encode("utf-8")) if self._exact is None else self._exact.count(text)
-        if private is not None:
-            private["_size"] = (self._kind, message.content, measure)
-        return measure
+        return len(text.encode("utf-8")) if self._exact is None else self._exact.count(text)
+
+    def _measure(self, message: Message) -> int:
+        """The message's raw measure, kept (of messages asked about outside the sequence, a bounded number)."""
+        self._kept = self._kept.fitted(len(self._seen))
+        return self._kept.get(message)
 
     def _follow(self, messages: Sequence[Message]) -> None:
         """Make `messages` the sequence kept, measuring only what is not a continuation of the last one."""
@@ -161,10 +170,12 @@ class MessageSizes:
         if len(current) < known or current[:known] != self._seen:  # compared by identity first: cheap
             known = 0
             self._measures, self._measured, self._tokens = [], 0, []
-        fresh = [self._measure(m) for m in current[known:]]
+            self._kept = self._kept.fitted(len(current))  # keeps about what this sequence holds
+        self._seen = current
+        measure = self._kept.get
+        fresh = [measure(m) for m in current[known:]]
         self._measures += fresh
         self._measured += sum(fresh)
-        self._seen = current
 
     def nbytes(self, message: Message) -> int:
         """UTF-8 size of the message's text (measured once when estimating)."""

@@ -50,11 +50,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the other benchmarks
 from provider_overhead import spec, start_server  # noqa: E402
 
 from agentos import Agent  # noqa: E402
-from agentos.agent.consolidator import BatchReport, Consolidator  # noqa: E402
-from agentos.agent.state import AgentSettings, FactSettings  # noqa: E402
+from agentos.agent.state import AgentSettings  # noqa: E402
 from agentos.eval.conversations import turn_messages  # noqa: E402
 from agentos.eval.scripted_models import fact_extractor  # noqa: E402
-from agentos.memory.facts import FactTier  # noqa: E402
+from agentos.memory.facts.consolidator import Consolidator  # noqa: E402
+from agentos.memory.facts.reports import BatchReport  # noqa: E402
+from agentos.memory.facts.settings import FactSettings
+from agentos.memory.facts.tier import FactTier  # noqa: E402
 from agentos.messages import Message  # noqa: E402
 from agentos.providers import ModelRequest, ScriptedProvider  # noqa: E402
 from agentos.providers.base import ProviderEvent  # noqa: E402
@@ -135,8 +137,8 @@ class TimedModel:
 
 def instrument(agent: Agent, sections: Sections, latency: float = 0.0) -> list[BatchReport]:
     """Time the consolidator's parts; the list fills with each batch's report as it is written."""
-    agent.fact_provider = TimedModel(fact_extractor(), sections, latency)
-    consolidator: Consolidator = agent.consolidator
+    agent.roles.use("facts", TimedModel(fact_extractor(), sections, latency))
+    consolidator: Consolidator = agent.tier(FactTier).consolidator
     facts = agent.tier(FactTier)
     sections.wrap(consolidator, "read_messages", "read messages")
     sections.wrap(facts, "similar", "similar search")

@@ -112,7 +112,7 @@ def check(chain: Chain) -> list[str]:
     """The invariants, read from the database by a fresh read-only store."""
     from agentos.agent.state import AgentState
     from agentos.storage import Store
-    from agentos.storage.db import quote
+    from agentos.storage.filters import quote
 
     problems: list[str] = []
     store = Store(chain.home / "db")

@@ -88,7 +88,7 @@ def run(path: Path, sample: int, window: int, turns_limit: int | None, csv_path:
     with tempfile.TemporaryDirectory(prefix="agentos-bench-") as home:
         provider = ScriptedProvider(model, model="bench", context_window=window)
         agent = Agent.create("bench", provider=provider, settings=AgentSettings(context_window=window), home=home)
-        agent.pager.summarizer = ScriptedProvider(summarizer, model="summarizer", context_window=window)
+        agent.roles.use("summary", ScriptedProvider(summarizer, model="summarizer", context_window=window))
         seen: dict[str, Message] = {}
         rows: list[dict[str, Any]] = []
         evictions: list[MessagesEvicted] = []

@@ -79,7 +79,7 @@ def main() -> int:
             from agentos.providers.registry import resolve_model
 
             server, port = start_server()
-            agent.search_provider = resolve_model(spec("openai", port))
+            agent.roles.use("search", resolve_model(spec("openai", port)))
         queries = [" ".join(rng.sample(t.split(), min(4, len(t.split())))) for t in rng.sample(texts, args.queries)]
         t = time.perf_counter()
         recall.search(queries[0])  # reads the turn order whole (the speakers and neighbours paths)

@@ -67,7 +67,7 @@ def test_edit_records_are_persisted_with_their_tool_call() -> None:
 
 def test_static_prompt_is_byte_identical_and_metadata_changes_only_with_memory(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentos.agent.agent as agent_module
+    import agentos.agent.requests as agent_module
 
     clock = iter(datetime(2026, 12, 1, 18, minute, tzinfo=UTC) for minute in range(10, 60))
     monkeypatch.setattr(agent_module, "utc_now", lambda: next(clock))  # calls minutes apart, within one hour

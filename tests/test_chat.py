@@ -12,6 +12,7 @@ from agentos import Agent
 from agentos.chat import HISTORY_LENGTH, Repl, history_path, setup_line_editing
 from agentos.errors import ServerError
 from agentos.events import Event, TextDelta
+from agentos.memory.facts.tier import FactTier
 from agentos.providers import ScriptedProvider, Step
 from tests.test_cli import run_cli
 
@@ -148,16 +149,17 @@ def test_without_readline_there_is_no_line_editing_and_no_error(monkeypatch: pyt
 def facts_chat(fact_model: ScriptedProvider, monkeypatch: pytest.MonkeyPatch, *lines: str) -> list[str]:
     """The REPL's output for `lines` typed to a new agent "sam" that consolidates facts after every turn, asking
     `fact_model`; each turn waits for its consolidation, so that what it made is there by the next prompt."""
-    from agentos.agent.state import AgentSettings, FactSettings
+    from agentos.agent.state import AgentSettings
+    from agentos.memory.facts.settings import FactSettings
 
     agent = Agent.create("sam", provider=ScriptedProvider(["Noted."] * len(lines)),
                          settings=AgentSettings(facts=FactSettings(mode="turn")))
-    agent.fact_provider = fact_model
+    agent.roles.use("facts", fact_model)
     turn = agent.turn
 
     def turn_then_consolidation(text: str) -> Iterator[Event]:
         yield from turn(text)
-        assert agent.consolidator.wait_idle(60.0)
+        assert agent.tier(FactTier).consolidator.wait_idle(60.0)
 
     monkeypatch.setattr(agent, "turn", turn_then_consolidation)
     out = io.StringIO()
@@ -189,8 +191,8 @@ def test_nothing_is_printed_for_facts_when_consolidation_made_none(monkeypatch: 
 
 
 def test_fact_lines_show_each_change_and_notice() -> None:
-    from agentos.chat import fact_lines
     from agentos.events import FactsChanged, FactsNotice
+    from agentos.presenter import fact_lines
 
     events = [FactsChanged(changes=["+ Ada likes tea", "~ Ada lives in Berlin"], count=2),
               FactsNotice(text="fact consolidation failed: boom", level="error")]

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from agentos.agent.agent import Agent
+from agentos.agent.roles import ModelRoles
 from agentos.cli import main
-from agentos.cli_facts import when
+from agentos.cli.facts import when
 from agentos.errors import AgentOSError, ProviderError
 from agentos.eval.scripted_models import fact_extractor
-from agentos.memory.fact_rows import Fact, FactChange
-from agentos.memory.facts import FactTier
+from agentos.memory.facts.rows import Fact, FactChange
+from agentos.memory.facts.tier import FactTier
 from agentos.messages import Message, new_id
+from agentos.providers.base import Provider
 from agentos.providers.scripted import ScriptedProvider, Step
 from tests.memory_helpers import day, make_agent, say
 from tests.processes import agentos
@@ -376,10 +379,16 @@ def conversation(name: str = "ada") -> None:
     agent.close()
 
 
+def facts_role(monkeypatch: pytest.MonkeyPatch, make: Callable[[], Provider]) -> None:
+    """Every agent's "facts" role asks `make()`'s model (the other roles resolve as they would)."""
+    resolve = ModelRoles.provider
+    monkeypatch.setattr(ModelRoles, "provider", lambda self, role: make() if role == "facts" else resolve(self, role))
+
+
 def test_consolidate_with_the_scripted_extractor_reports_progress(capsys: Capture,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     conversation()
-    monkeypatch.setattr(Agent, "fact_model", lambda self: fact_extractor())
+    facts_role(monkeypatch, fact_extractor)
     code, out, err = run(capsys, "facts", "ada", "consolidate")
     assert code == 0, err
     lines = out.splitlines()
@@ -419,7 +428,7 @@ def test_a_model_failing_midway_keeps_what_was_done(capsys: Capture, monkeypatch
     conversation()
     first_batch = Step(tool_calls=[("record_facts", {"facts": [{"text": "Ada is a nurse", "sources": [1]}]})])
     model = ScriptedProvider([first_batch, ProviderError("connection refused")])  # then the connection goes
-    monkeypatch.setattr(Agent, "fact_model", lambda self: model)
+    facts_role(monkeypatch, lambda: model)
     code, out, err = run(capsys, "facts", "ada", "consolidate")
     assert code == 1 and out == ""
     assert err.endswith("\nerror: consolidation stopped after 1 of 3 message(s): connection refused What it did so far "

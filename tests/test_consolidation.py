@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from agentos.agent.agent import Agent
-from agentos.agent.state import AgentSettings, FactSettings
+from agentos.agent.state import AgentSettings
 from agentos.errors import RateLimitError
-from agentos.memory.fact_rows import Fact, FactChange
-from agentos.memory.facts import FactTier
+from agentos.memory.facts.rows import Fact, FactChange
+from agentos.memory.facts.settings import FactSettings
+from agentos.memory.facts.tier import FactTier
 from agentos.messages import Message
 from agentos.providers.base import ModelRequest
 from agentos.providers.scripted import ScriptedProvider, ScriptItem, Step
@@ -35,7 +36,7 @@ def decisions(*items: tuple[int, str, str | None]) -> Step:
 
 def agent_with(script: list[ScriptItem], name: str = "ada", **settings: Any) -> Agent:
     agent = Agent.create(name, provider=ScriptedProvider([]), settings=AgentSettings(facts=FactSettings(**settings)))
-    agent.fact_provider = ScriptedProvider(script)
+    agent.roles.use("facts", ScriptedProvider(script))
     return agent
 
 
@@ -61,7 +62,7 @@ def test_add_when_nothing_similar_is_stored_needs_no_decision_call(agentos_home:
     stored = agent.tier(FactTier).listing()[0]
     assert stored.category == "preference" and stored.subject == "user" and len(stored.source_ids) == 1
     assert report.count("add") == 1 and report.batches[0].calls == 1
-    assert agent.fact_provider is not None and agent.fact_provider.remaining == 0  # type: ignore[attr-defined]
+    assert agent.roles.given("facts") is not None and agent.roles.given("facts").remaining == 0  # type: ignore[attr-defined]
 
 
 def test_update_supersedes_the_fact_the_model_names(agentos_home: Path) -> None:
@@ -73,9 +74,9 @@ def test_update_supersedes_the_fact_the_model_names(agentos_home: Path) -> None:
     history = agent.tier(FactTier).history(old.id)
     assert [f.text for f in history] == ["Ada lives in Paris", "Ada lives in Berlin"]
     assert history[0].status == "superseded"
-    question = agent.fact_provider.requests[1].messages[0].content  # type: ignore[attr-defined]
+    question = agent.roles.given("facts").requests[1].messages[0].content  # type: ignore[attr-defined]
     assert "Candidate 1: Ada lives in Berlin" in question and "F1: Ada lives in Paris" in question
-    shown = [e for e in agent.consolidator.take_events() if e.type == "facts_changed"]
+    shown = [e for e in list(agent.idle()) if e.type == "facts_changed"]
     assert shown[0].changes == ["~ Ada lives in Berlin (was: Ada lives in Paris)"]  # type: ignore[union-attr]
 
 
@@ -87,7 +88,7 @@ def test_delete_invalidates_and_stores_nothing_new(agentos_home: Path) -> None:
     assert current(agent) == []
     ended = agent.tier(FactTier).get(old.id)
     assert ended is not None and ended.status == "invalidated" and ended.valid_to is not None
-    shown = [e for e in agent.consolidator.take_events() if e.type == "facts_changed"]
+    shown = [e for e in list(agent.idle()) if e.type == "facts_changed"]
     assert shown[0].changes == ["- Ada has a car (no longer true)"]  # type: ignore[union-attr]
 
 
@@ -107,7 +108,7 @@ def test_low_confidence_and_exact_duplicates_are_not_stored(agentos_home: Path) 
     say(agent, "blah")
     agent.consolidate()
     assert sorted(current(agent)) == ["Ada likes cake", "Ada likes tea"]
-    question = agent.fact_provider.requests[1].messages[0].content  # type: ignore[attr-defined]
+    question = agent.roles.given("facts").requests[1].messages[0].content  # type: ignore[attr-defined]
     assert "Candidate 1: Ada likes cake" in question and "Candidate 2" not in question  # one candidate was left
 
 
@@ -119,7 +120,7 @@ def test_each_batch_reads_new_messages_once(agentos_home: Path) -> None:
         return facts_call()
 
     agent = agent_with([], batch_messages=2)
-    agent.fact_provider = ScriptedProvider(extractor)
+    agent.roles.use("facts", ScriptedProvider(extractor))
     say(agent, "one", "two", "three")
     agent.consolidate()
     say(agent, "four")
@@ -130,7 +131,7 @@ def test_each_batch_reads_new_messages_once(agentos_home: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [
-    Step(tool_calls=[("record_facts", '{"facts": [{"text": "Ada likes tea", ')]),  # cut-off JSON
+    Step(tool_calls=[("record_facts", "Ada likes tea")]),  # arguments that are not JSON
     Step(text=""),  # an empty answer
     Step(text="Sure! Here are the facts: Ada likes tea."),  # no JSON at all
     Step(tool_calls=[("record_facts", {"facts": [{"txt": "Ada likes tea"}]})]),  # the wrong field
@@ -141,7 +142,7 @@ def test_a_malformed_extraction_is_repaired(agentos_home: Path, bad: Step) -> No
     say(agent, "I like tea")
     report = agent.consolidate()
     assert current(agent) == ["Ada likes tea"] and report.batches[0].calls == 2
-    repair = agent.fact_provider.requests[1].messages  # type: ignore[attr-defined]
+    repair = agent.roles.given("facts").requests[1].messages  # type: ignore[attr-defined]
     assert repair[-1].role == "user" and "could not be used" in repair[-1].content
 
 
@@ -152,6 +153,18 @@ def test_json_in_text_with_a_fence_is_read(agentos_home: Path) -> None:
     assert current(agent) == ["Ada likes tea"]
 
 
+@pytest.mark.parametrize("slip", [
+    '{"facts": [{"text": "Ada likes tea", "confidence": 0.9},],}',  # trailing commas
+    'Here: {"facts": [{"text": "Ada likes tea", "confidence": 0.9',  # cut off before its closing brackets
+    Step(tool_calls=[("record_facts", '{"facts": [{"text": "Ada likes tea", ')]),  # cut-off arguments
+])
+def test_a_small_models_slips_in_json_are_repaired_without_asking_again(agentos_home: Path, slip: ScriptItem) -> None:
+    agent = agent_with([slip])  # one step: asking again would exhaust the script
+    say(agent, "I like tea")
+    report = agent.consolidate()
+    assert current(agent) == ["Ada likes tea"] and report.batches[0].calls == 1
+
+
 def test_a_batch_with_no_usable_answer_is_skipped_with_a_notice(agentos_home: Path) -> None:
     agent = agent_with(["not json", "still not json", "{bad"], max_repairs=2)
     say(agent, "I like tea")
@@ -160,10 +173,10 @@ def test_a_batch_with_no_usable_answer_is_skipped_with_a_notice(agentos_home: Pa
     assert "no usable answer after 3 tries" in (report.batches[0].skipped or "")
     log = agent.tier(FactTier).changes()
     assert log[-1].kind == "skip" and "not valid JSON" in log[-1].reason
-    notices = [e for e in agent.consolidator.take_events() if e.type == "facts_notice"]
+    notices = [e for e in list(agent.idle()) if e.type == "facts_notice"]
     assert notices and "skipped 1 message" in notices[0].text  # type: ignore[union-attr]
     say(agent, "I like cake")
-    agent.fact_provider = ScriptedProvider([facts_call(fact("Ada likes cake"))])
+    agent.roles.use("facts", ScriptedProvider([facts_call(fact("Ada likes cake"))]))
     agent.consolidate()  # it carries on with the next messages
     assert current(agent) == ["Ada likes cake"]
 
@@ -210,14 +223,14 @@ def test_a_crash_mid_consolidation_resumes_without_reading_a_message_twice(agent
         return facts_call(fact(text.split(": ", 1)[1][:60]))
 
     agent = agent_with([], batch_messages=1)
-    agent.fact_provider = ScriptedProvider(extractor)
+    agent.roles.use("facts", ScriptedProvider(extractor))
     say(agent, "Ada likes tea", "crash here", "Ada likes cake")
     with pytest.raises(KeyboardInterrupt):
         agent.consolidate()
     assert current(agent) == ["Ada likes tea"]
     agent.close()
     again = Agent.load("ada", provider=ScriptedProvider([]))
-    again.fact_provider = ScriptedProvider(lambda r: (seen.append(r.messages[0].content), facts_call())[1])
+    again.roles.use("facts", ScriptedProvider(lambda r: (seen.append(r.messages[0].content), facts_call())[1]))
     again.consolidate()
     after = seen[2:]
     assert len(after) == 2 and "crash here" in after[0] and "Ada likes cake" in after[1]
@@ -240,16 +253,16 @@ def test_consolidation_runs_in_the_background_and_never_delays_a_reply(agentos_h
     started, release, slow_extractor = held_extractor()
     agent = Agent.create("ada", provider=ScriptedProvider(["Nice!", "Sure."]),
                          settings=AgentSettings(facts=FactSettings(mode="turn")))
-    agent.fact_provider = ScriptedProvider(slow_extractor)
+    agent.roles.use("facts", ScriptedProvider(slow_extractor))
     list(agent.turn("I like tea"))
     assert started.wait(10)  # the consolidator is now waiting on its model
     finished = [e for e in agent.turn("What's up?") if e.type == "turn_finished"]
     assert finished  # the next turn ran to its end while consolidation waited
     assert current(agent) == []
     release.set()
-    assert agent.consolidator.wait_idle(20)
+    assert agent.tier(FactTier).consolidator.wait_idle(20)
     assert current(agent) == ["Ada likes tea"]
-    changed = [e for e in agent.consolidator.take_events() if e.type == "facts_changed"]
+    changed = [e for e in list(agent.idle()) if e.type == "facts_changed"]
     assert changed and changed[0].changes == ["+ Ada likes tea"]  # type: ignore[union-attr]
 
 
@@ -257,39 +270,39 @@ def test_batch_mode_waits_for_enough_turns(agentos_home: Path) -> None:
     agent = Agent.create("ada", provider=ScriptedProvider(["ok"] * 3),
                          settings=AgentSettings(facts=FactSettings(mode="batch", batch_turns=3)))
     calls: list[int] = []
-    agent.fact_provider = ScriptedProvider(lambda r: (calls.append(1), facts_call())[1])
+    agent.roles.use("facts", ScriptedProvider(lambda r: (calls.append(1), facts_call())[1]))
     list(agent.turn("one"))
     list(agent.turn("two"))
-    assert agent.consolidator.wait_idle(10) and calls == []
+    assert agent.tier(FactTier).consolidator.wait_idle(10) and calls == []
     list(agent.turn("three"))
     deadline = time.monotonic() + 10
     while not calls and time.monotonic() < deadline:
-        agent.consolidator.wait_idle(1)
-    assert agent.consolidator.wait_idle(10) and len(calls) == 1
+        agent.tier(FactTier).consolidator.wait_idle(1)
+    assert agent.tier(FactTier).consolidator.wait_idle(10) and len(calls) == 1
     assert agent.tier(FactTier).watermark() == 5
 
 
 def test_turned_off_it_calls_no_model(agentos_home: Path) -> None:
     agent = Agent.create("ada", provider=ScriptedProvider(["ok"]), settings=AgentSettings())
-    agent.fact_provider = ScriptedProvider([])  # would raise if called
+    agent.roles.use("facts", ScriptedProvider([]))  # would raise if called
     list(agent.turn("I like tea"))
-    assert agent._consolidator is None and agent.tier(FactTier).watermark() == -1
+    assert not agent.tier(FactTier).consolidating and agent.tier(FactTier).watermark() == -1
 
 
 def test_closing_while_the_model_is_slow_writes_nothing_after_the_lease_goes(agentos_home: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentos.agent.consolidator as consolidator
+    import agentos.memory.facts.consolidator as consolidator
 
     started, release, stuck = held_extractor()
     agent = Agent.create("ada", provider=ScriptedProvider(["Nice!"]),
                          settings=AgentSettings(facts=FactSettings(mode="turn")))
-    agent.fact_provider = ScriptedProvider(stuck)
+    agent.roles.use("facts", ScriptedProvider(stuck))
     list(agent.turn("I like tea"))
     assert started.wait(10)
     monkeypatch.setattr(consolidator, "STOP_WAIT_SECONDS", 0.2)
     agent.close()  # gives the agent back while the consolidator still waits on its model
     release.set()
-    thread = agent.consolidator._thread
+    thread = agent.tier(FactTier).consolidator._thread
     assert thread is not None
     thread.join(20)
     assert not thread.is_alive()
@@ -319,7 +332,7 @@ def test_the_real_providers_are_asked_with_the_answer_schema(agentos_home: Path,
         provider = AnthropicProvider("claude-sonnet-4-5", api_key="sk-ant-test", base_url="http://mock",
                                      http_client=api.client())
     agent = agent_with([])
-    agent.fact_provider = provider
+    agent.roles.use("facts", provider)
     say(agent, "I like tea")
     agent.consolidate()
     stored = agent.tier(FactTier).listing()
@@ -337,10 +350,10 @@ def test_what_a_session_left_waiting_is_consolidated_after_the_next_turn_not_at_
     agent.close()
     calls: list[str] = []
     again = Agent.load("ada", provider=ScriptedProvider(["Hello!"]))
-    again.fact_provider = ScriptedProvider(lambda r: (calls.append(r.messages[0].content), facts_call())[1])
-    assert again.consolidator._thread is None and calls == []  # opening starts nothing and asks no model
+    again.roles.use("facts", ScriptedProvider(lambda r: (calls.append(r.messages[0].content), facts_call())[1]))
+    assert again.tier(FactTier).consolidator._thread is None and calls == []  # opening starts nothing and asks no model
     list(again.turn("hi"))
-    assert again.consolidator.wait_idle(20)
+    assert again.tier(FactTier).consolidator.wait_idle(20)
     assert len(calls) == 1 and "I like tea" in calls[0] and "hi" in calls[0]
     assert again.tier(FactTier).watermark() == 2
 
@@ -348,8 +361,8 @@ def test_what_a_session_left_waiting_is_consolidated_after_the_next_turn_not_at_
 def test_with_an_embedder_facts_are_stored_with_vectors_and_survive_a_reindex(agentos_home: Path) -> None:
     agent = Agent.create("ada", provider=ScriptedProvider([]),
                          settings=AgentSettings(embedder="hash:32", facts=FactSettings()))
-    agent.fact_provider = ScriptedProvider([facts_call(fact("Ada lives in Paris")),
-                                            facts_call(fact("Ada lives in Berlin")), decisions((1, "UPDATE", "F1"))])
+    agent.roles.use("facts", ScriptedProvider([facts_call(fact("Ada lives in Paris")),
+                                            facts_call(fact("Ada lives in Berlin")), decisions((1, "UPDATE", "F1"))]))
     say(agent, "I live in Paris")
     agent.consolidate()
     say(agent, "I moved to Berlin")
@@ -362,7 +375,7 @@ def test_with_an_embedder_facts_are_stored_with_vectors_and_survive_a_reindex(ag
     counts = agent.reindex("hash:64")
     assert counts["facts"] == 3
     again = agent.tier(FactTier)
-    assert [f.text for f in again.search("where does Ada live").facts] == ["Ada lives in Munich"]
+    assert [f.text for f in again.search("where does Ada live").hits] == ["Ada lives in Munich"]
     assert all(len(r["vector"]) == 64 for r in again.table.to_arrow().to_pylist())
 
 
@@ -386,7 +399,7 @@ def test_a_batch_too_long_for_the_model_is_split(agentos_home: Path) -> None:
         return facts_call()
 
     agent = agent_with([], batch_messages=8)
-    agent.fact_provider = ScriptedProvider(small_window)
+    agent.roles.use("facts", ScriptedProvider(small_window))
     say(agent, *[f"message number {i}" for i in range(5)])
     report = agent.consolidate()
     assert sizes[:3] == [5, 2, 2] and sum(b.messages for b in report.batches) == 5
@@ -399,7 +412,7 @@ def test_an_embedder_that_fails_writes_nothing_and_the_batch_is_done_later(agent
 
     agent = Agent.create("ada", provider=ScriptedProvider([]),
                          settings=AgentSettings(embedder="hash:32", facts=FactSettings()))
-    agent.fact_provider = ScriptedProvider([facts_call(fact("Ada likes tea")), facts_call(fact("Ada likes tea"))])
+    agent.roles.use("facts", ScriptedProvider([facts_call(fact("Ada likes tea")), facts_call(fact("Ada likes tea"))]))
     say(agent, "I like tea")
     embedder = agent.tiers.embedder()
     with monkeypatch.context() as patch:
@@ -448,13 +461,13 @@ def test_one_message_too_long_for_the_model_is_skipped_with_a_notice(agentos_hom
 def test_after_a_reindex_background_consolidation_uses_the_new_embedder(agentos_home: Path) -> None:
     agent = Agent.create("ada", provider=ScriptedProvider(["ok", "ok"]),
                          settings=AgentSettings(embedder="hash:32", facts=FactSettings(mode="turn")))
-    agent.fact_provider = ScriptedProvider([facts_call(fact("Ada likes tea")), facts_call(fact("Ada likes jazz")),
-                                            decisions((1, "ADD", None))])
+    agent.roles.use("facts", ScriptedProvider([facts_call(fact("Ada likes tea")), facts_call(fact("Ada likes jazz")),
+                                            decisions((1, "ADD", None))]))
     list(agent.turn("I like tea"))
-    assert agent.consolidator.wait_idle(20)
+    assert agent.tier(FactTier).consolidator.wait_idle(20)
     agent.reindex("hash:64")
     list(agent.turn("I like jazz"))
-    assert agent.consolidator.wait_idle(20) and agent.consolidator.last_error is None
+    assert agent.tier(FactTier).consolidator.wait_idle(20) and agent.tier(FactTier).consolidator.last_error is None
     assert sorted(current(agent)) == ["Ada likes jazz", "Ada likes tea"]
     assert agent.tier(FactTier).count_current() == 2  # the agent's own tier sees the consolidator's writes
 
@@ -463,14 +476,14 @@ def test_after_a_rewind_background_consolidation_reads_the_new_turns(agentos_hom
     seen: list[str] = []
     agent = Agent.create("ada", provider=ScriptedProvider(["ok"] * 5),
                          settings=AgentSettings(facts=FactSettings(mode="turn")))
-    agent.fact_provider = ScriptedProvider(lambda r: (seen.append(r.messages[0].content), facts_call())[1])
+    agent.roles.use("facts", ScriptedProvider(lambda r: (seen.append(r.messages[0].content), facts_call())[1]))
     for text in ("one", "two", "three"):
         list(agent.turn(text))
-        assert agent.consolidator.wait_idle(20)
+        assert agent.tier(FactTier).consolidator.wait_idle(20)
     agent.rewind(1)
     for text in ("four", "five"):
         list(agent.turn(text))
-        assert agent.consolidator.wait_idle(20)
+        assert agent.tier(FactTier).consolidator.wait_idle(20)
     after = "\n".join(seen[-2:])
     assert "four" in after and "five" in after and "two" not in after
     assert agent.tier(FactTier).watermark() == 5

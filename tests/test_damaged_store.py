@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import agentos.agent.agent as agent_module
+import agentos.agent.directory as agent_module
 from agentos import Agent
 from agentos.cli import main
 from agentos.errors import AgentNotFoundError, DamagedStoreError, DamageWarning

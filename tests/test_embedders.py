@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from agentos.agent.agent import Agent
-from agentos.agent.memory_access import AgentMemory
 from agentos.embedders.base import BGE_QUERY, Embedder, HashEmbedder, NoEmbedder, prefixes
 from agentos.embedders.resolve import resolve_embedder
 from agentos.embedders.services import OpenAIEmbedder
@@ -68,9 +67,19 @@ def test_wrong_embedder_is_a_clear_error() -> None:
     text, err = call(Agent.load("sam", provider=agent.provider), "archival_search", query="kept")
     assert not err and "kept" in text
     wrong = Tiers(agent.store.db, agent.id, "hash:32")  # as an agent whose settings name another embedder
-    context = ToolContext(memory=AgentMemory(agent.state, wrong, "c1"))
+    context = ToolContext(memory=TiersOnly(wrong), call_id="c1")
     outcome = agent.tools.execute(ToolCall(id="c1", name="archival_search", arguments='{"query": "kept"}'), context)
     assert outcome.is_error and "was built with embedder 'hash-64'" in outcome.text
+
+
+class TiersOnly:
+    """A tool's memory that reaches these tiers (blocks are not needed by the search tools)."""
+
+    def __init__(self, tiers: Tiers) -> None:
+        self.tiers = tiers
+
+    def tier(self, kind: type) -> object:
+        return self.tiers.get(kind)
 
 
 def test_embedder_down_does_not_break_a_turn(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,8 +280,8 @@ def test_search_embeds_queries_and_writes_embed_documents(monkeypatch: pytest.Mo
 
 
 def test_facts_store_document_vectors_when_queries_are_embedded_differently(agentos_home: Path) -> None:
-    from agentos.memory.fact_rows import Fact, FactChange
-    from agentos.memory.facts import FactTier
+    from agentos.memory.facts.rows import Fact, FactChange
+    from agentos.memory.facts.tier import FactTier
     from agentos.messages import new_id
 
     agent = make_agent(embedder="hash:64")

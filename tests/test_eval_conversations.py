@@ -23,7 +23,7 @@ from agentos.eval.conversations import (
     speakers,
     turn_messages,
 )
-from agentos.eval.locomo_qa import transcript
+from agentos.eval.locomo_qa.prompts import transcript
 
 SAMPLE: dict[str, Any] = {
     "sample_id": "conv-v",

@@ -42,7 +42,7 @@ def rich_agent(home: Path) -> Agent:
     list(agent.turn("my cat is Miso"))
     for i in range(6):
         list(agent.turn(f"message {i} " + "words " * 40))
-    agent.pager.summarizer = ScriptedProvider(["Ada introduced herself and her cat Miso."])
+    agent.roles.use("summary", ScriptedProvider(["Ada introduced herself and her cat Miso."]))
     agent.compact()
     agent.set_block("persona", "I am Ada's assistant.")
     return agent

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from agentos.agent.agent import Agent
-from agentos.agent.state import AgentSettings, FactSettings
+from agentos.agent.state import AgentSettings
 from agentos.errors import FactError, ReadOnlyAgentError
-from agentos.memory.fact_rows import Fact, FactChange
-from agentos.memory.facts import FactTier, fact_search
-from agentos.memory.retention import retention
+from agentos.memory.facts.retention import retention
+from agentos.memory.facts.rows import Fact, FactChange
+from agentos.memory.facts.settings import FactSettings
+from agentos.memory.facts.tier import FactTier, fact_search
 from agentos.messages import Message, new_id
 from agentos.portable.archive import export_agent, import_agent
 from agentos.providers.scripted import ScriptedProvider, Step
@@ -71,7 +72,7 @@ def test_a_chain_of_updates_answers_as_of_any_date(agentos_home: Path) -> None:
                                                                                   (2023, 9, 1), (2024, 5, 1)]}
     assert at == {(2022, 12, 1): [], (2023, 3, 1): ["Ada works at Acme"], (2023, 9, 1): ["Ada works at Globex"],
                   (2024, 5, 1): ["Ada works at Initech"]}
-    assert texts(tier.search("works", as_of=datetime(2023, 9, 1, tzinfo=UTC)).facts) == ["Ada works at Globex"]
+    assert texts(tier.search("works", as_of=datetime(2023, 9, 1, tzinfo=UTC)).hits) == ["Ada works at Globex"]
     assert len(tier.listing(include_ended=True)) == 3
 
 
@@ -154,7 +155,7 @@ def test_retention_ranks_recent_and_often_retrieved_facts_first(agentos_home: Pa
     tier = make_agent().tier(FactTier)
     add(tier, "Ada plays chess on Sundays", when=now - timedelta(days=300))
     add(tier, "Ada plays chess on Fridays", when=now - timedelta(days=2))
-    ranked = texts(tier.search("Ada plays chess").facts)  # the same words: retention breaks the tie
+    ranked = texts(tier.search("Ada plays chess").hits)  # the same words: retention breaks the tie
     assert ranked == ["Ada plays chess on Fridays", "Ada plays chess on Sundays"]
 
 
@@ -218,7 +219,7 @@ def test_rewind_undoes_what_consolidation_made_of_the_taken_back_messages(agento
     list(agent.turn("I have a dog called Rex"))
     extract = Step(tool_calls=[("record_facts", {"facts": [
         {"text": "Ada has a dog called Rex", "confidence": 0.9, "sources": [3]}]})])
-    agent.fact_provider = ScriptedProvider([extract])
+    agent.roles.use("facts", ScriptedProvider([extract]))
     report = agent.consolidate()
     tier = agent.tier(FactTier)
     assert texts(tier.listing()) == ["Ada has a dog called Rex"] and tier.watermark() == 3
@@ -228,8 +229,8 @@ def test_rewind_undoes_what_consolidation_made_of_the_taken_back_messages(agento
     assert tier.watermark() == 1  # the messages said after the point will be read again
     list(agent.turn("Actually I have a cat called Tom"))
     seen: list[str] = []
-    agent.fact_provider = ScriptedProvider(lambda r: (seen.append(r.messages[0].content), Step(tool_calls=[
-        ("record_facts", {"facts": [{"text": "Ada has a cat called Tom", "sources": [1]}]})]))[1])
+    agent.roles.use("facts", ScriptedProvider(lambda r: (seen.append(r.messages[0].content), Step(tool_calls=[
+        ("record_facts", {"facts": [{"text": "Ada has a cat called Tom", "sources": [1]}]})]))[1]))
     agent.consolidate()
     assert len(seen) == 1 and "cat called Tom" in seen[0] and "Rex" not in seen[0] and "Noted" not in seen[0]
     assert texts(tier.listing()) == ["Ada has a cat called Tom"] and tier.watermark() == 3

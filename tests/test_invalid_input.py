@@ -106,7 +106,7 @@ def test_random_tool_calls_never_break_a_turn_and_the_agent_reloads() -> None:
     @given(calls=st.lists(tool_call, min_size=4, max_size=4), said=text)
     def turn(calls: list[tuple[str, str]], said: str) -> None:
         agent: Agent = held["agent"]  # type: ignore[assignment]
-        agent.pager.summarizer = ScriptedProvider(lambda request: "A summary of earlier tool calls.")
+        agent.roles.use("summary", ScriptedProvider(lambda request: "A summary of earlier tool calls."))
         agent.provider.add(Step(tool_calls=list(calls)), "ok")  # type: ignore[attr-defined]
         events = list(agent.turn(said))
         assert events[-1].type == "turn_finished", getattr(events[-1], "error", events[-1].type)[:2000]

@@ -24,7 +24,7 @@ from agentos.portable.letta_file import read_af
 from agentos.portable.letta_import import AfImportReport, import_af
 from agentos.providers import ScriptedProvider, Step
 from agentos.storage import Store
-from agentos.storage.db import quote
+from agentos.storage.filters import quote
 from agentos.storage.records import row_message
 
 FIXTURES = Path(__file__).parent / "fixtures" / "letta"
@@ -454,7 +454,7 @@ def rich_agent(store: Store) -> Agent:
                                        read_only=True)])
     for text in ["I'm Ada", "my cat is Miso", "fix it", *(f"message {i} " + "words " * 40 for i in range(4))]:
         list(agent.turn(text))
-    agent.pager.summarizer = ScriptedProvider(["Ada introduced herself and her cat Miso."])
+    agent.roles.use("summary", ScriptedProvider(["Ada introduced herself and her cat Miso."]))
     agent.compact()
     return agent
 

@@ -6,7 +6,7 @@ import pytest
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import SearchSettings
-from agentos.storage.db import quote
+from agentos.storage.filters import quote
 from tests.memory_helpers import archival, call, make_agent, say
 
 NASTY = [

@@ -83,7 +83,7 @@ def test_a_crash_in_the_middle_of_the_upgrade_leaves_a_store_that_opens(
     with monkeypatch.context() as patched, pytest.raises(KeyboardInterrupt):
         patched.setattr(Database, "drop", crash_after_dropping_the_old_table)
         Agent.load("ada", provider=ScriptedProvider([]))
-    from agentos.agent import agent as agent_module
+    from agentos.agent import directory as agent_module
 
     agent_module._stores.clear()  # a new process
     agent = Agent.load("ada", provider=ScriptedProvider(["still here"]))

@@ -62,7 +62,7 @@ def test_a_rewritten_query_finds_an_answer_that_shares_no_word_with_the_question
         asked.append(request)
         return "violin lessons\nmusic teacher"
 
-    agent.search_provider = ScriptedProvider(model)
+    agent.roles.use("search", ScriptedProvider(model))
     recall = agent.tier(RecallTier)
     question = "Which instrument did I take up?"
     assert messages[-1].id not in [h.id for h in recall.search(question, paths=["keyword"]).hits]
@@ -84,7 +84,7 @@ def test_the_reranker_reorders_the_best_candidates_and_pages_keep_its_order(agen
         passages = request.messages[0].content.split("Passages:\n")[1].splitlines()
         return ", ".join(line[1:line.index("]")] for line in passages if "ferry" in line)
 
-    agent.search_provider = ScriptedProvider(model)
+    agent.roles.use("search", ScriptedProvider(model))
     recall = agent.tier(RecallTier)
     paths = ["keyword", "rerank"]
     first = recall.search("how did the harbour trip end", page_size=3, paths=paths)
@@ -100,7 +100,7 @@ def test_the_reranker_reorders_the_best_candidates_and_pages_keep_its_order(agen
 def test_only_the_best_candidates_go_to_the_reranker(agentos_home: Path) -> None:
     agent, _ = agent_with([f"a note about apples, number {i}" for i in range(RERANK_POOL + 10)])
     asked: list[ModelRequest] = []
-    agent.search_provider = ScriptedProvider(lambda request: asked.append(request) or "1")
+    agent.roles.use("search", ScriptedProvider(lambda request: asked.append(request) or "1"))
     page = agent.tier(RecallTier).search("apples", paths=["keyword", "rerank"])
     assert page.total == RERANK_POOL + 10
     assert f"[{RERANK_POOL}]" in asked[0].messages[0].content
@@ -112,14 +112,14 @@ def test_an_answer_that_names_no_passage_changes_nothing(agentos_home: Path, ans
     agent, _ = agent_with([f"the garden party number {i}" for i in range(6)])
     recall = agent.tier(RecallTier)
     plain = [h.id for h in recall.search("garden party", paths=["keyword"]).hits]
-    agent.search_provider = ScriptedProvider(lambda request: answer)
+    agent.roles.use("search", ScriptedProvider(lambda request: answer))
     assert [h.id for h in recall.search("garden party", paths=["keyword", "rerank"]).hits] == plain
 
 
 @pytest.mark.parametrize("error", [ServerError("the server is overloaded"), ValueError("overloaded plugin")])
 def test_a_failing_search_model_leaves_its_stages_out_and_says_so(agentos_home: Path, error: Exception) -> None:
     agent, messages = agent_with([*FILLER, "the ferry broke down", "the ferry broke down again, in the rain"])
-    agent.search_provider = ScriptedProvider([error] * 2)
+    agent.roles.use("search", ScriptedProvider([error] * 2))
     page = agent.tier(RecallTier).search("ferry broke down", paths=["keyword", "rewrite", "rerank"])
     assert [h.id for h in page.hits] == [m.id for m in messages[-2:]]
     assert "rewriting the question was left out" in (page.note or "")
@@ -128,7 +128,7 @@ def test_a_failing_search_model_leaves_its_stages_out_and_says_so(agentos_home: 
 
 def test_pages_agree_when_the_model_fails_for_the_first(agentos_home: Path) -> None:
     agent, _ = agent_with([f"the harbour trip number {i} was fine" for i in range(8)])
-    agent.search_provider = ScriptedProvider([ServerError("overloaded"), "8, 7, 6, 5, 4, 3, 2, 1"])
+    agent.roles.use("search", ScriptedProvider([ServerError("overloaded"), "8, 7, 6, 5, 4, 3, 2, 1"]))
     recall = agent.tier(RecallTier)
     first = recall.search("harbour trip", page_size=4, paths=["keyword", "rerank"])
     second = recall.search("harbour trip", page=1, page_size=4, paths=["keyword", "rerank"])
@@ -140,9 +140,9 @@ def test_a_new_search_model_is_asked_from_the_next_search(agentos_home: Path) ->
     agent, _ = agent_with([*FILLER, "I started violin lessons."])
     old, new = ScriptedProvider(lambda request: "violin"), ScriptedProvider(lambda request: "violin")
     recall = agent.tier(RecallTier)
-    agent.search_provider = old
+    agent.roles.use("search", old)
     recall.search("Which instrument?", paths=["keyword", "rewrite"])
-    agent.search_provider = new
+    agent.roles.use("search", new)
     recall.search("Which instrument now?", paths=["keyword", "rewrite"])
     assert (len(old.requests), len(new.requests)) == (1, 1)
 
@@ -160,11 +160,11 @@ def test_the_model_reranks_a_conversation_search_over_the_openai_api(agentos_hom
     texts = [f"the harbour trip number {i} was fine" for i in range(4)] + ["the harbour trip ended with a storm"]
     agent, _ = agent_with(texts, paths=["keyword", "rerank"])
     api = MockAPI(oa_error(503, "busy", "server_error"), sse_response(oa_text_reply("2")))
-    agent.search_provider = OpenAIProvider("gpt-4.1-mini", api_key="sk-test", base_url="http://mock/v1",
+    agent.roles.use("search", OpenAIProvider("gpt-4.1-mini", api_key="sk-test", base_url="http://mock/v1",
                                            http_client=api.client(),
-                                           retry=RetryPolicy(max_retries=1, base_delay=0.0, jitter=0.0))
-    agent.provider = ScriptedProvider([Step(tool_calls=[("conversation_search", {"query": "harbour trip storm"})]),
-                                       Step(text="It ended with a storm.")])
+                                           retry=RetryPolicy(max_retries=1, base_delay=0.0, jitter=0.0)))
+    agent.roles.use("main", ScriptedProvider([Step(tool_calls=[("conversation_search", {"query": "harbour trip storm"})]),
+                                       Step(text="It ended with a storm.")]))
     events = list(agent.turn("how did the harbour trip end?"))
     result = next(e for e in events if isinstance(e, ToolCallFinished)).result
     lines = [line for line in result.splitlines() if line.startswith("- [")]

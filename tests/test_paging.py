@@ -39,7 +39,7 @@ def make_agent(name: str = "pg", window: int = WINDOW, summarizer: Any = None, r
     provider = ScriptedProvider(lambda request: reply(request) if callable(reply) else reply, context_window=window)
     settings = AgentSettings(pager=PagerSettings(**pager), tool_output_limit=tool_output_limit)
     agent = Agent.create(name, provider=provider, settings=settings, tools=tools)
-    agent.pager.summarizer = summarizer if summarizer is not None else Summarizer()
+    agent.roles.use("summary", summarizer if summarizer is not None else Summarizer())
     return agent
 
 
@@ -237,7 +237,7 @@ def test_overflow_error_compacts_and_retries() -> None:
     agent = make_agent()
     talk(agent, 6)
     overflow = ContextOverflowError("prompt is too long")
-    agent.provider = ScriptedProvider([overflow, overflow, "recovered"], context_window=WINDOW)
+    agent.roles.use("main", ScriptedProvider([overflow, overflow, "recovered"], context_window=WINDOW))
     events = list(agent.turn("hello"))
     assert isinstance(events[-1], TurnFinished) and events[-1].reply.content == "recovered"
     retries = [e for e in events if isinstance(e, Notice) and "rejected the request as too long" in e.text]
@@ -253,7 +253,7 @@ def test_an_overflow_on_the_first_call_never_cuts_the_question_or_blanks_recent_
     talk(agent, 3, size=600)
     question = "And what was the name of the third topic? " * 8
     overflow = ContextOverflowError("context length exceeded")
-    agent.provider = ScriptedProvider([overflow, "the third"], context_window=8000)
+    agent.roles.use("main", ScriptedProvider([overflow, "the third"], context_window=8000))
     events = list(agent.turn(question))
     assert isinstance(events[-1], TurnFinished) and events[-1].reply.content == "the third"
     retried = agent.provider.requests[-1]
@@ -267,7 +267,7 @@ def test_overflow_retries_are_bounded_and_the_agent_stays_usable() -> None:
     agent = make_agent(overflow_retries=2)
     talk(agent, 4)
     overflow = ContextOverflowError("prompt is too long")
-    agent.provider = ScriptedProvider([overflow] * 3 + ["back"], context_window=WINDOW)
+    agent.roles.use("main", ScriptedProvider([overflow] * 3 + ["back"], context_window=WINDOW))
     events = list(agent.turn("hello"))
     assert isinstance(events[-1], TurnFailed) and events[-1].kind == "ContextOverflowError"
     assert len(agent.provider.requests) == 3
@@ -289,11 +289,11 @@ def test_a_system_prompt_over_the_window_fails_clearly_at_the_start() -> None:
 def test_pressure_is_measured_on_reported_input_tokens_not_output() -> None:
     big_output = Step("ok", usage=Usage(input_tokens=100, output_tokens=50_000))
     agent = make_agent()
-    agent.provider = ScriptedProvider(lambda r: big_output, context_window=WINDOW)
+    agent.roles.use("main", ScriptedProvider(lambda r: big_output, context_window=WINDOW))
     events = talk(agent, 3, size=60)
     assert not any(isinstance(e, (Notice, MessagesEvicted)) for e in events)
     big_input = Step("ok", usage=Usage(input_tokens=int(WINDOW * 0.95), output_tokens=5))
-    agent.provider = ScriptedProvider(lambda r: big_input, context_window=WINDOW)
+    agent.roles.use("main", ScriptedProvider(lambda r: big_input, context_window=WINDOW))
     events = talk(agent, 3, size=60, start=3)
     assert any(isinstance(e, MessagesEvicted) for e in events)  # ground truth says 95%: evict
 
@@ -349,11 +349,11 @@ def test_the_summarizer_request_is_bounded_by_its_own_window() -> None:
 
 
 def test_a_separate_summary_model_can_be_configured() -> None:
-    agent = make_agent(summary_model="scripted/demo")
-    agent.pager.summarizer = None
-    assert agent.pager.summarizer_provider().model == "demo"
+    agent = Agent.create("cheap", provider=ScriptedProvider(["x"]),
+                         settings=AgentSettings(pager=PagerSettings(summary_model="scripted/demo")))
+    assert agent.roles.spec("summary") == "scripted/demo" and agent.roles.provider("summary").model == "demo"
     plain = Agent.create("own", provider=ScriptedProvider(["x"]))
-    assert plain.pager.summarizer_provider() is plain.provider
+    assert plain.roles.provider("summary") is plain.provider
 
 
 def test_an_eviction_is_saved_even_when_the_turn_then_fails() -> None:

@@ -62,8 +62,8 @@ def test_random_conversations_never_get_stuck(script: list[tuple[int, int, int]]
     provider = ScriptedProvider(strict_model(plan, limit), context_window=WINDOW)
     agent = Agent.create(f"prop{next(_names)}", provider=provider, tools=[fetch],
                          settings=AgentSettings(tool_output_limit=40_000))
-    agent.pager.summarizer = ScriptedProvider(
-        lambda r: ServerError("down") if summarizer_fails else "A short summary.", context_window=WINDOW)
+    agent.roles.use("summary", ScriptedProvider(
+        lambda r: ServerError("down") if summarizer_fails else "A short summary.", context_window=WINDOW))
     turn_starts = []
     for index, (calls, _, text_size) in enumerate(script):
         text = f"call {index} " + "x" * text_size if calls else f"talk {index}: " + "y" * text_size

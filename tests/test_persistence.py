@@ -168,7 +168,7 @@ def test_a_table_from_a_newer_agentos_is_a_clear_error(agentos_home: Path) -> No
 
 def test_a_corrupt_database_is_a_clear_error(agentos_home: Path) -> None:
     Agent.create("sam", provider=ScriptedProvider([]))
-    from agentos.agent import agent as agent_module
+    from agentos.agent import directory as agent_module
 
     agent_module._stores.clear()
     for manifest in (agentos_home / "db" / "agents.lance" / "_versions").iterdir():

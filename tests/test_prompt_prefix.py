@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from mock_api import MockAPI, oa_text_reply, sse_response
 
-import agentos.agent.agent as agent_module
+import agentos.agent.requests as agent_module
 from agentos.agent.agent import Agent
 from agentos.providers.openai_provider import OpenAIProvider
 from agentos.providers.retry import RetryPolicy

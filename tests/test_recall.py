@@ -63,7 +63,7 @@ def test_tool_traffic_and_own_search_calls_are_left_out() -> None:
         Step(text="I found nothing about a zebra."),
     ])
     agent = make_agent()
-    agent.provider = provider
+    agent.roles.use("main", provider)
     events = list(agent.turn("tell me about the zebra"))
     assert events
     page = recall(agent).search("zebra")

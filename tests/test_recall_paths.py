@@ -244,8 +244,8 @@ def test_a_reader_in_another_process_catches_up_with_the_writers_turns(agentos_h
 
 
 def test_facts_join_the_search_with_the_messages_they_came_from(agentos_home: Path) -> None:
-    from agentos.memory.fact_rows import Fact, FactChange
-    from agentos.memory.facts import FactTier
+    from agentos.memory.facts.rows import Fact, FactChange
+    from agentos.memory.facts.tier import FactTier
 
     agent = Agent.create("ada", provider=ScriptedProvider([]))
     messages = conversation(agent, [("user", "We finally signed the papers for the flat on Rua Augusta!"),

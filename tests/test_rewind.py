@@ -87,7 +87,7 @@ def test_a_rewind_goes_back_past_a_compaction_to_the_summary_and_context_of_then
     for i in range(4):
         list(agent.turn(f"message {i}"))
     context_then = [m.id for m in agent.context]
-    agent.pager.summarizer = ScriptedProvider(["They talked about four messages."])
+    agent.roles.use("summary", ScriptedProvider(["They talked about four messages."]))
     agent.compact()
     list(agent.turn("after the compaction"))
     assert agent.state.summary and agent.state.compactions == 1
@@ -155,7 +155,7 @@ def test_a_fork_at_a_point_is_a_copy_as_it_was_then() -> None:
 
 def test_a_point_whose_step_never_landed_is_dropped_when_the_agent_is_opened_again(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentos.agent import agent as agent_module
+    from agentos.agent import directory as agent_module
     from agentos.storage.agent_rows import AgentRows
 
     agent = Agent.create("sam", provider=ScriptedProvider(["one", "two"]))
@@ -176,7 +176,7 @@ def test_a_point_whose_step_never_landed_is_dropped_when_the_agent_is_opened_aga
 
 def test_a_rewind_cut_short_after_its_save_leaves_an_agent_that_opens_without_the_later_points(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentos.agent import agent as agent_module
+    from agentos.agent import directory as agent_module
     from agentos.memory.tiers import Tiers
 
     agent = learn_a_wrong_fact()

@@ -169,7 +169,7 @@ def full_disk_at_create(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 def test_a_full_disk_at_a_tables_first_use_blocks_nothing_once_space_is_freed(
         full_disk_at_create: dict[str, Any], agentos_home: Any) -> None:
-    import agentos.agent.agent as agent_module
+    import agentos.agent.directory as agent_module
     from agentos.errors import StorageError
     from agentos.memory.archival import ArchivalTier
 
@@ -241,7 +241,7 @@ def _fill(folder: Any, leave: int) -> Any:
 @pytest.mark.parametrize("leave", [0, 16 * 1024])
 def test_a_real_full_disk_during_a_session_and_at_first_use_recovers_when_space_is_freed(
         small_filesystem: Any, monkeypatch: pytest.MonkeyPatch, leave: int) -> None:
-    import agentos.agent.agent as agent_module
+    import agentos.agent.directory as agent_module
     from agentos.errors import AgentOSError
     from agentos.memory.archival import ArchivalTier
 

@@ -6,7 +6,8 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from agentos.retrieval.temporal import TimeHint, asks_when, resolve_time, without_time
+from agentos.retrieval.temporal.questions import asks_when
+from agentos.retrieval.temporal.resolver import TimeHint, resolve_time, without_time
 
 NOW = datetime(2023, 5, 17, 15, 30, tzinfo=UTC)  # a Wednesday; weeks start on Monday (15-21 May)
 

@@ -325,7 +325,7 @@ def eight_long_turns(name: str) -> Agent:
     """An agent in a small window after eight long turns: a manual compaction has old messages to summarize."""
     provider = ScriptedProvider(lambda request: "ok", context_window=2000)
     agent = Agent.create(name, provider=provider, settings=AgentSettings(pager=PagerSettings()))
-    agent.pager.summarizer = ScriptedProvider(lambda request: "S: numbered topics.", context_window=2000)
+    agent.roles.use("summary", ScriptedProvider(lambda request: "S: numbered topics.", context_window=2000))
     for i in range(8):
         list(agent.turn(f"topic {i}: " + "words " * 50))
     return agent
@@ -688,7 +688,7 @@ def test_summarize_runs_in_a_worker_and_the_screen_stays_live() -> None:
 
     provider = ScriptedProvider(lambda request: "ok", context_window=2000)
     agent = Agent.create("tuislow", provider=provider, settings=AgentSettings(pager=PagerSettings()))
-    agent.pager.summarizer = ScriptedProvider(summarizer, context_window=2000)
+    agent.roles.use("summary", ScriptedProvider(summarizer, context_window=2000))
     for i in range(8):
         agent.add_history([Message.user(f"topic {i}: " + "words " * 50), Message.assistant("ok")], in_context=2)
 

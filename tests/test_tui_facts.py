@@ -10,17 +10,19 @@ from typing import Any
 import pytest
 
 from agentos.agent.agent import Agent
-from agentos.agent.state import AgentSettings, FactSettings
+from agentos.agent.state import AgentSettings
 from agentos.errors import StorageError
 from agentos.eval.scripted_models import decide
 from agentos.events import FactsNotice
-from agentos.memory.fact_rows import Fact, FactChange
-from agentos.memory.facts import FactTier
+from agentos.memory.facts.rows import Fact, FactChange
+from agentos.memory.facts.settings import FactSettings
+from agentos.memory.facts.tier import FactTier
 from agentos.messages import new_id
+from agentos.presenter import describe_fact_changes
 from agentos.providers import ModelRequest, ScriptedProvider, Step
 from agentos.tui.app import AgentApp
-from agentos.tui.fact_news import describe_fact_changes
 from agentos.tui.memory import FactsView
+from agentos.tui.messages import NewsArrived
 from agentos.tui.screens import FactsScreen, TextScreen
 
 SIZE = (120, 40)
@@ -45,7 +47,7 @@ def facts_agent(name: str, replies: list[str], fact_model: ScriptedProvider) -> 
     """A new agent that consolidates facts after every turn, asking `fact_model`."""
     agent = Agent.create(name, provider=ScriptedProvider(replies),
                          settings=AgentSettings(facts=FactSettings(mode="turn")))
-    agent.fact_provider = fact_model
+    agent.roles.use("facts", fact_model)
     return agent
 
 
@@ -75,7 +77,7 @@ async def say(app: AgentApp, pilot: Any, text: str) -> None:
     app.query_one("#prompt").value = text
     await pilot.press("enter")
     await app.workers.wait_for_complete()
-    assert await asyncio.to_thread(app.agent.consolidator.wait_idle, WAIT_SECONDS)
+    assert await asyncio.to_thread(app.agent.tier(FactTier).consolidator.wait_idle, WAIT_SECONDS)
     await settle(app, pilot)
 
 
@@ -204,18 +206,20 @@ def test_without_fact_memory_nothing_changes() -> None:
         assert messages(app) == []
 
     run(test, agent)
-    assert agent._consolidator is None  # never even made
+    assert not agent.tier(FactTier).consolidating  # never even made
 
 
 def test_news_after_the_app_closed_is_harmless() -> None:
     agent = facts_agent("tuifactclosed", ["Noted."], extractor(["Ada likes green tea"]))
     app = run(lambda app, pilot: say(app, pilot, "I like green tea"), agent)
-    assert app._facts_listener in agent.consolidator.listeners  # the test's app ended without quitting
-    app._facts_listener(FactsNotice(text="late news"))  # as if the consolidator's thread spoke after the end
+    assert app.news is not None  # the test's app ended without quitting
+    app.news.thread.join(5.0)  # the news thread ends with the app
+    assert not app.news.thread.is_alive()
+    app.post_message(NewsArrived(agent, FactsNotice(text="late news")))  # as if news came after the end
     agent.close()
 
 
-def test_quitting_stops_listening_to_the_consolidator() -> None:
+def test_quitting_stops_taking_news() -> None:
     agent = facts_agent("tuifactquit", ["Noted."], extractor(["Ada likes green tea"]))
 
     async def test(app: AgentApp, pilot: Any) -> None:
@@ -224,7 +228,7 @@ def test_quitting_stops_listening_to_the_consolidator() -> None:
         await pilot.pause()
 
     app = run(test, agent)
-    assert app.closed and app._facts_listener not in agent.consolidator.listeners
+    assert app.closed and app.news is not None and app.news.stopped
 
 
 def test_fact_changes_are_summarised_for_a_notification() -> None:

@@ -15,7 +15,9 @@ from typing import Any
 
 from agentos.agent.state import AgentState
 from agentos.errors import AgentOSError
-from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.db import Database
+from agentos.storage.failures import storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.schemas import RESTORE_POINTS, restore_points_table_name
 
 LABEL_CHARS = 80
@@ -43,13 +45,16 @@ class Rewound:
     items: dict[str, int]
 
 
-def point_row(state: AgentState, rev: int, at: datetime, label: str, step_id: str | None = None) -> dict[str, Any]:
-    """The row of a restore point for `state` at revision `rev` (edits waiting to be logged are left out)."""
-    kept = state.model_copy(update={"rev": rev, "unlogged_edits": []})
+def point_row(state: AgentState, rev: int, at: datetime, label: str, step_id: str | None = None, *,
+              state_json: str | None = None) -> dict[str, Any]:
+    """The row of a restore point for `state` at revision `rev` (edits waiting to be logged are left out);
+    `state_json` is `state` already serialized, used when it is the same."""
+    if state_json is None or state.rev != rev or state.unlogged_edits:
+        state_json = state.model_copy(update={"rev": rev, "unlogged_edits": []}).model_dump_json()
     line = " ".join(label.split())
     return {"rev": rev, "at": at, "message_count": state.message_count,
             "label": line if len(line) <= LABEL_CHARS else line[: LABEL_CHARS - 1] + "…",
-            "state": zlib.compress(kept.model_dump_json().encode("utf-8")), "step_id": step_id}
+            "state": zlib.compress(state_json.encode("utf-8")), "step_id": step_id}
 
 
 class RestorePoints:

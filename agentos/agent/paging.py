@@ -10,6 +10,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,12 +91,11 @@ class Pager:
     """One agent's pager: counts its context, alerts under pressure and plans and writes compactions."""
 
     def __init__(self, model: str, settings: PagerSettings, prompts: PromptRenderer, window: int,
-                 provider: Provider | None = None) -> None:
+                 summarizer: Callable[[], Provider]) -> None:
         self.settings = settings
         self.prompts = prompts
         self.window = window
-        self.provider = provider  # the agent's model: the summarizer unless one is set or configured
-        self.summarizer: Provider | None = None
+        self.summarizer = summarizer  # the model that writes summaries (the agent's "summary" role)
         self._base = counter_for(model)
         self.sizes = MessageSizes(self._base)
         self._counters: dict[float | None, TokenCounter] = {}
@@ -284,17 +284,6 @@ class Pager:
 
     # -- the summary ---------------------------------------------------------------------------
 
-    def summarizer_provider(self) -> Provider:
-        """The provider that writes summaries: set explicitly, the configured summary model, or the agent's."""
-        if self.summarizer is None and self.settings.summary_model:
-            from agentos.providers.registry import resolve_model
-
-            self.summarizer = resolve_model(self.settings.summary_model)
-        provider = self.summarizer or self.provider
-        if provider is None:
-            raise RuntimeError("no model to write the summary with")
-        return provider
-
     def _summarize(self, view: PagerView, evicted: list[Message], limit: int) -> tuple[str, str]:
         """The new running summary (at most `limit` tokens) and an empty note, or a plain marker and why."""
         previous = view.summary
@@ -303,7 +292,7 @@ class Pager:
         wrapper = self.prompts.render("summary_message.j2", summary="", hidden=view.message_count)
         limit = max(16, limit - count_message(counter, Message.user(wrapper)))
         try:
-            provider = self.summarizer_provider()
+            provider = self.summarizer()
             request = self._summary_request(provider, previous, evicted, limit, counter)
             text = _call(provider, request, self.settings.summary_timeout_s).strip()
         except Exception as exc:  # noqa: BLE001 - any summarizer failure degrades to a marker

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
 from agentos.blocks import Block, MemoryEdit
 from agentos.errors import InvalidNameError
+from agentos.memory.facts.settings import FactSettings
 from agentos.messages import new_id, utc_now
+from agentos.retrieval.recall_paths import DEFAULT_PATHS, FORMER_DEFAULTS
 from agentos.text import ValidText
 
 STATE_VERSION = 1
@@ -40,26 +42,8 @@ class PagerSettings(BaseModel):
     overflow_retries: int = Field(3, ge=0)
 
 
-class FactSettings(BaseModel):
-    """Background consolidation of the conversation into facts (see memory.facts); off until turned on."""
-
-    # off; "turn": after every turn; "batch": once `batch_turns` user turns are waiting; "idle": once the agent has
-    # been idle `idle_seconds` (and when it is next opened, for what a closed session left waiting)
-    mode: Literal["off", "turn", "batch", "idle"] = "off"
-    batch_turns: int = Field(5, ge=1)
-    idle_seconds: float = Field(30.0, gt=0)
-    model: str | None = None  # a cheaper model spec for extraction and decisions; default: the agent's own
-    min_confidence: float = Field(0.5, ge=0, le=1)  # candidates below this are not stored
-    similar: int = Field(5, ge=1, le=20)  # current facts each candidate is compared with
-    max_repairs: int = Field(2, ge=0, le=5)  # a response that fails validation is sent back this often, then skipped
-    batch_messages: int = Field(16, ge=1, le=200)  # messages per extraction call
-    prompt_tokens: int = Field(0, ge=0)  # the most relevant facts about the user in the prompt, in this budget (0: off)
-
-
 def default_paths() -> list[str]:
     """The search paths a new agent fuses (their owner is retrieval.recall_paths)."""
-    from agentos.retrieval.recall_paths import DEFAULT_PATHS
-
     return list(DEFAULT_PATHS)
 
 
@@ -75,8 +59,6 @@ class SearchSettings(BaseModel):
     def _current_defaults(cls, paths: list[str]) -> list[str]:
         """An agent saved with an earlier release's default paths searches with today's (a list chosen on purpose
         that equals an earlier default is taken for it)."""
-        from agentos.retrieval.recall_paths import FORMER_DEFAULTS
-
         return default_paths() if paths in FORMER_DEFAULTS else paths
 
 
@@ -99,6 +81,7 @@ class AgentSettings(BaseModel):
     system_prompt: ValidText | None = None
     facts: FactSettings = Field(default_factory=FactSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    tiers: dict[str, dict[str, Any]] = Field(default_factory=dict)  # a plugged-in tier's settings, by tier name
 
 
 class AgentState(BaseModel):

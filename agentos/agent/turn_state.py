@@ -14,6 +14,7 @@ from datetime import datetime
 from agentos.agent.context import unanswered_calls
 from agentos.agent.state import AgentSettings, AgentState
 from agentos.blocks import Block, CoreMemory, MemoryEdit
+from agentos.errors import MemoryEditError
 from agentos.events import MessagesEvicted
 from agentos.messages import Message, utc_now
 from agentos.storage.records import message_row
@@ -157,26 +158,18 @@ class TurnState:
         for result in unanswered_calls(self._context):
             self.append(result)
 
-    def append_block(self, label: str, content: str, call_id: str | None,
-                     check: Callable[[], None] | None = None) -> Block:
-        return self._edited(self._memory.append(label, content, call_id), check)
-
-    def replace_block(self, label: str, old_content: str, new_content: str, call_id: str | None,
-                      check: Callable[[], None] | None = None) -> Block:
-        return self._edited(self._memory.replace(label, old_content, new_content, call_id), check)
-
-    def set_block(self, label: str, value: str, check: Callable[[], None] | None = None) -> Block:
-        """Set a block's whole value by hand (the user, not a tool call: no call id)."""
-        return self._edited(self._memory.set(label, value), check)
-
-    def _edited(self, edit: MemoryEdit, check: Callable[[], None] | None = None) -> Block:
-        """Record an edit the blocks already show; when `check` raises, the edit is undone first."""
-        if check is not None and len(edit.new_value) > len(edit.old_value):  # only growth can crowd the window
-            try:
-                check()
-            except Exception:
-                self._memory.get(edit.label).value = edit.old_value
-                raise
+    def edit(self, change: Callable[[CoreMemory], MemoryEdit],
+             refusal: Callable[[list[Block]], str | None] | None = None) -> Block:
+        """Make a block edit: `change` is tried on a copy of the blocks first (the edit rules hold there), and an edit
+        that grows a block is refused, unmade, when `refusal` of the blocks as they would be gives a reason."""
+        preview = CoreMemory([b.model_copy() for b in self._memory])
+        edit = change(preview)
+        if refusal is not None and len(edit.new_value) > len(edit.old_value):  # only growth can crowd the window
+            why = refusal(list(preview))
+            if why:
+                raise MemoryEditError(f"this edit was not made: {why}. Shorten a memory block, or keep the details "
+                                      f"in archival memory instead.")
+        self._memory.get(edit.label).value = edit.new_value
         self._state.last_memory_edit_at = edit.at
         self._new_edits.append(edit)
         self._unreported.append(edit)
@@ -235,8 +228,8 @@ class TurnState:
 
     # -- saving --------------------------------------------------------------------------------
 
-    def prepare_save(self, tier_rows: Callable[[list[Message]], dict[str, Rows]]) -> tuple[StepWrite, str, list[str]]:
-        """Move what changed into the pending step write; return it, the state it leads to (JSON) and the ids
+    def prepare_save(self, tier_rows: Callable[[list[Message]], dict[str, Rows]]) -> tuple[StepWrite, AgentState, list[str]]:
+        """Move what changed into the pending step write; return it, the state it leads to and the ids
         of the messages it saves. `tier_rows` gives the tiers' rows for the new messages. New memory edits
         travel in the state itself (`unlogged_edits`) and reach the edit log once the state is saved."""
         if self._pending is None:
@@ -253,7 +246,7 @@ class TurnState:
         self._new_messages, self._new_edits, self._changed = [], [], False
         state = self.snapshot()
         state.rev = step.rev
-        return step, state.model_dump_json(), list(self._pending_ids)
+        return step, state, list(self._pending_ids)
 
     def saved(self, step: StepWrite, rev: int) -> None:
         """The pending step write landed: the state is at revision `rev` now."""

@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from agentos.errors import show_damage_warnings
+from agentos.eval.locomo import run as run_retrieval
+from agentos.eval.locomo_qa import Options
+from agentos.eval.locomo_qa import run as run_qa
+from agentos.retrieval.recall_paths import PATHS
+
 
 def categories(text: str) -> tuple[int, ...]:
     """'1,2,3,4' -> (1, 2, 3, 4)."""
@@ -19,8 +25,6 @@ def categories(text: str) -> tuple[int, ...]:
 
 def paths(text: str) -> tuple[str, ...]:
     """'keyword,time' -> ('keyword', 'time'), each a known search path."""
-    from agentos.retrieval.recall_paths import PATHS
-
     chosen = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [p for p in chosen if p not in PATHS]
     if not chosen or unknown:
@@ -54,8 +58,6 @@ def add_qa(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agentos.cli import show_damage_warnings
-
     show_damage_warnings()  # a file's departures from LoCoMo's format as `warning: ...`
     parser = argparse.ArgumentParser(prog="python -m agentos.eval", description="Memory evaluations.")
     sub = parser.add_subparsers(dest="suite", required=True)
@@ -73,17 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     add_qa(sub)
     args = parser.parse_args(argv)
     if args.suite == "locomo-qa":
-        from agentos.eval.locomo_qa import Options
-        from agentos.eval.locomo_qa import run as run_qa
-
         return run_qa(Options(path=args.path, model=args.model, judge=args.judge, fact_model=args.fact_model,
                               limit=args.limit, questions=args.questions, categories=args.categories,
                               home=args.home, json_path=args.json_path, baseline=not args.no_baseline,
                               embedder=args.embedder))
-    from agentos.eval.locomo import run
-
-    return run(args.path, embedder=args.embedder, limit=args.limit, home=args.home, paths=args.paths,
-               ablation=args.ablation, search_model=args.search_model)
+    return run_retrieval(args.path, embedder=args.embedder, limit=args.limit, home=args.home, paths=args.paths,
+                         ablation=args.ablation, search_model=args.search_model)
 
 
 if __name__ == "__main__":

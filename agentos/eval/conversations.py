@@ -18,6 +18,7 @@ from typing import Any
 
 from agentos.errors import AgentOSError, AgentOSWarning
 from agentos.messages import Message, Role
+from agentos.times import iso_moment
 
 _DIA = re.compile(r"D\d+:\d+")
 _SESSION = re.compile(r"session_(\d+)")
@@ -105,8 +106,8 @@ def agent_name(prefix: str, sample: dict[str, Any]) -> str:
 
 
 def session_date(text: str) -> datetime | None:
-    """'1:56 pm on 8 May, 2023' (or another common form, or ISO 8601) -> an aware datetime, UTC when the text names no
-    zone; None when it is no date."""
+    """'1:56 pm on 8 May, 2023' (or another common form, or ISO 8601) -> an aware UTC datetime (the text's zone, or UTC
+    when it names none); None when it is no date."""
     cleaned = str(text).strip() if _ISO.match(str(text)) else " ".join(str(text).replace(".", "").split())
     for form in _DATE_FORMATS:
         try:
@@ -114,10 +115,9 @@ def session_date(text: str) -> datetime | None:
         except ValueError:
             continue
     try:
-        moment = datetime.fromisoformat(cleaned)
-    except ValueError:
+        return iso_moment(cleaned)
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _session_keys(conv: dict[str, Any]) -> list[tuple[int, str]]:
@@ -217,8 +217,11 @@ def _unpadded(dia_id: str) -> str:
     return re.sub(r"(?<=[D:])0+(?=\d)", "", dia_id)
 
 
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}  # LoCoMo's
+
+
 def category(qa: dict[str, Any]) -> int | None:
-    """The question's category as a number (LoCoMo: 1 multi-hop ... 5 adversarial), None when it has none."""
+    """The question's category as a number (`CATEGORIES`: 1 multi-hop ... 5 adversarial), None when it has none."""
     try:
         return int(qa.get("category"))  # type: ignore[arg-type]
     except (TypeError, ValueError):

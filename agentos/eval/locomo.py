@@ -14,27 +14,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from agentos.agent.agent import Agent
-from agentos.agent.state import AgentSettings
+from agentos.agent.state import AgentSettings, SearchSettings
 from agentos.embedders.base import NoEmbedder
+from agentos.embedders.onnx_models import INSTALL
 from agentos.errors import AgentOSError
-from agentos.eval.conversations import DatasetError, agent_name, category, evidence_ids, read_samples, turn_messages
+from agentos.eval.conversations import (
+    CATEGORIES,
+    DatasetError,
+    agent_name,
+    category,
+    evidence_ids,
+    read_samples,
+    turn_messages,
+)
+from agentos.eval.models import resolve
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
 from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
+from agentos.retrieval.cross_encoder import cross_available
+from agentos.retrieval.recall_paths import MODEL_PATHS, PATHS, STAGES
 from agentos.storage import Store
+from agentos.tokens import EstimateCounter
 
 K = 10
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
 def load_conversation(store: Store, sample: dict[str, Any], embedder: str, messages: list[Message]) -> Agent:
     """An agent whose recall holds the conversation's `messages` (its `turn_messages`), written in batched commits."""
     name = agent_name("locomo", sample)
-    from agentos.agent.state import SearchSettings
-    from agentos.retrieval.recall_paths import PATHS
-
     every = [p for p in PATHS if p != "vector" or embedder != "none"]  # each path's tables are built (the graph's)
     agent = Agent.create(name, provider=ScriptedProvider([]), store=store,
                          settings=AgentSettings(embedder=embedder, search=SearchSettings(paths=every)))
@@ -91,8 +102,6 @@ class Config:
 
 def ablation_configs(available: list[str]) -> list[Config]:
     """Each path alone (a stage that reorders what others found, with keywords), then cumulative in PATHS order."""
-    from agentos.retrieval.recall_paths import STAGES
-
     alone = [("keyword", p) if p in STAGES else (p,) for p in available]
     cumulative = [tuple(available[: i + 1]) for i in range(1, len(available))]
     return [Config(paths) for paths in dict.fromkeys(alone + cumulative)]  # keyword+speakers is both: once
@@ -110,11 +119,6 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
         paths: tuple[str, ...] | None = None, ablation: bool = False, search_model: str | None = None) -> int:
     """Load every conversation, ask every question through recall search, print the figures. `search_model`
     (a model spec) is the model the rewrite and rerank paths ask; without one they are left out."""
-    from agentos.embedders.onnx_models import INSTALL
-    from agentos.retrieval.cross_encoder import cross_available
-    from agentos.retrieval.recall_paths import MODEL_PATHS, PATHS
-    from agentos.tokens import EstimateCounter
-
     try:
         data = read_samples(path, limit)
     except DatasetError as exc:
@@ -125,15 +129,9 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     if "cross" in available and not cross_available():
         print(f"the cross stage needs the bge extra: {INSTALL}", file=sys.stderr)
         return 2
-    from agentos.agent.state import SearchSettings
-
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
     default += MODEL_PATHS if search_model else ()
-    provider = None
-    if search_model:
-        from agentos.eval.locomo_qa import resolve
-
-        provider = resolve(search_model)
+    provider = resolve(search_model) if search_model else None
     configs = ablation_configs(available) if ablation else [Config(paths or default)]
     baseline: dict[int, list[dict[str, float]]] = {}  # the same questions without vectors, when an embedder is set
     counter = EstimateCounter()
@@ -154,7 +152,8 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             prefix = f"{sample['sample_id']}|"
             turns = {m.id.removeprefix(prefix) for m in messages}
             now = max(m.created_at for m in messages)  # questions are asked after the conversation
-            agent.search_provider = provider
+            if provider is not None:
+                agent.roles.use("search", provider)
             # the same paths, less vectors, the model's stages and the cross-encoder: a baseline when any is used
             without = tuple(p for p in configs[0].paths or () if p not in ("vector", "cross", *MODEL_PATHS))
             keywords = None if ablation or without == configs[0].paths else keyword_recall(store, agent)
@@ -231,8 +230,6 @@ def _ablation(configs: list[Config]) -> None:
 
 def paired_gain(ours: list[float], theirs: list[float], resamples: int = 2000) -> tuple[float, float, float]:
     """Mean of ours - theirs over the same questions, with a 95% paired-bootstrap interval."""
-    import numpy as np
-
     diff = np.asarray(ours, dtype=float) - np.asarray(theirs, dtype=float)
     picks = np.random.default_rng(0).integers(0, len(diff), size=(resamples, len(diff)))
     low, high = np.percentile(diff[picks].mean(axis=1), [2.5, 97.5])

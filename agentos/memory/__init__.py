@@ -1,1 +1,2 @@
-"""Memory tiers behind one interface (`tier.py`): recall and archival, their search and embedders."""
+"""Memory tiers behind one interface (`tier.py`, one agent's set in `tiers.py`): recall, archival and facts (a
+package of its own), what recall ranks with (the entity graph, exchanges), and background news (`news.py`)."""

@@ -9,7 +9,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -20,29 +20,29 @@ from agentos.errors import ToolError
 from agentos.memory.tables import open_embedded, reembed_table
 from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
 from agentos.messages import new_id, utc_now
+from agentos.retrieval.page import Hit, Page, format_page, given
+from agentos.retrieval.pipeline import RankedPath, page_of, rank_paths
 from agentos.retrieval.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
     VECTOR_CANDIDATES,
-    Hit,
-    Page,
+    VECTOR_WEIGHT,
     after_ranking,
     check_page,
     clean_query,
     clean_tags,
     date_clauses,
-    date_range,
-    format_page,
-    fts_rows,
-    fuse,
     nearest_rows,
     query_vector,
     tag_clause,
     timestamp_literal,
 )
-from agentos.storage.db import quote, storage_errors
+from agentos.retrieval.table_paths import KeywordPath, VectorPath
+from agentos.storage.failures import storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.schemas import archival_schema
 from agentos.storage.vector_index import ensure_vector_index
+from agentos.times import date_range
 from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool, tool
 
@@ -214,31 +214,34 @@ class ArchivalTier(Tier):
     def search(
         self, query: str, *, page: int = 0, page_size: int = PAGE_SIZE, tags: Sequence[str] | None = None,
         start: Any = None, end: Any = None,
-    ) -> Page:
-        """Ranked passages (hybrid RRF, or BM25 alone); an empty query lists the newest first."""
+    ) -> Page[Hit]:
+        """Ranked passages: keywords and meaning (or keywords alone) fused by reciprocal rank (retrieval.pipeline);
+        an empty query lists the newest first."""
         query = clean_query(query)
         where = self._where(tags, start, end)
+        filters = given(tags=clean_tags(tags) or None, start=start, end=end)
         table = self._read_table()
         if table is None:
-            return Page(hits=[], total=0, page=page, page_size=page_size)
+            return Page(hits=[], total=0, page=page, page_size=page_size, query=query, filters=filters)
         if not query:
-            return self._newest(where, page, page_size)
+            return self._newest(where, page, page_size, query, filters)
         with storage_errors("search archival memory"):
             vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
             kept = after_ranking(table, where, scanned=bool(start or end))  # no index serves date ranges
-            reads = self.ctx.db.reads
-            handle = reads.handle(self.table_name)
-            rows, near = reads.gather(  # keyword and vector search run at once, each bringing its rows' shown columns
-                fts_rows(handle, query, "text", where, MAX_CANDIDATES, _SHOWN, kept=kept),
-                nearest_rows(handle, vector, where, VECTOR_CANDIDATES, _SHOWN, kept=kept) if vector else None,
-            )
-            ranked = fuse([r["id"] for r in rows], None if near is None else [r["id"] for r in near])
-            known = {r["id"]: r for r in rows + (near or [])}
-            hits = [self._hit(known[key], score) for key, score in ranked[page * page_size : (page + 1) * page_size]]
-        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size,
-                    capped=len(rows) >= MAX_CANDIDATES, note=note)
+            handle = self.ctx.db.reads.handle(self.table_name)
+            paths: list[RankedPath] = [KeywordPath("keyword", 1.0, handle, query, "text", where, MAX_CANDIDATES, _SHOWN,
+                                                   kept=kept)]
+            if vector:  # each path's read brings its rows' shown columns
+                paths.append(VectorPath("vector", VECTOR_WEIGHT, handle, vector, where, VECTOR_CANDIDATES, _SHOWN,
+                                        kept=kept))
+            ranking = rank_paths(paths, self.ctx.db.reads.gather)
+            known = ranking.rows
+            return page_of(ranking.fused(), page, page_size,
+                           lambda chosen: [self._hit(known[key], score) for key, score in chosen],
+                           capped=ranking.full("keyword"), note=note, query=query, filters=filters)
 
-    def _newest(self, where: str | None, page: int, page_size: int) -> Page:
+    def _newest(self, where: str | None, page: int, page_size: int, query: str = "",
+                filters: dict[str, Any] | None = None) -> Page[Hit]:
         """A page of passages, newest first; sorted in Arrow, so listing 1M passages builds no 1M dicts."""
         with storage_errors("list archival memory"):
             q = self.table.search().select(["id", "created_at"]).with_row_id(True).limit(None)
@@ -246,7 +249,8 @@ class ArchivalTier(Tier):
             order = pc.sort_indices(listing, sort_keys=[("created_at", "descending"), ("_rowid", "descending")])
             shown = listing.take(order[page * page_size : (page + 1) * page_size]).to_pylist()
             hits = self._hits([(r["id"], 0.0) for r in shown], {r["id"]: r["_rowid"] for r in shown})
-        return Page(hits=hits, total=listing.num_rows, page=page, page_size=page_size)
+        return Page(hits=hits, total=listing.num_rows, page=page, page_size=page_size, query=query,
+                    filters=dict(filters or {}))
 
     def _hits(self, chosen: list[tuple[str, float]], row_ids: dict[str, int]) -> list[Hit]:
         """The shown columns of one page of listed passages: taken by row id, or by id for rows a
@@ -311,8 +315,6 @@ class ArchivalTier(Tier):
 
     def optimize(self) -> None:
         """Compact the table and fold new rows into its indexes now (benchmarks, bulk loads)."""
-        from datetime import timedelta
-
         with storage_errors("optimize archival memory"):
             self.table.optimize(cleanup_older_than=timedelta(minutes=1))
 

@@ -27,8 +27,10 @@ from agentos.memory.tier import Progress, Rows, Tier, TierContext
 from agentos.messages import Message
 from agentos.retrieval.entities import extract
 from agentos.retrieval.entity_rank import Graph
-from agentos.storage.db import quote, replace_table, storage_errors
+from agentos.storage.failures import storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.records import search_text
+from agentos.storage.rewrites import replace_table
 from agentos.storage.schemas import ENTITIES_SCHEMA, ENTITY_LINKS_SCHEMA
 
 log = logging.getLogger(__name__)

@@ -23,8 +23,10 @@ import pyarrow as pa
 
 from agentos.errors import StorageError
 from agentos.messages import Message
-from agentos.storage.db import delete_ids, quote, replace_table, storage_errors
+from agentos.storage.failures import storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.records import search_text
+from agentos.storage.rewrites import delete_ids, replace_table
 from agentos.storage.schemas import RECALL_EXCHANGES_SCHEMA
 
 log = logging.getLogger(__name__)

@@ -16,50 +16,41 @@ import pyarrow as pa
 from agentos.embedders.base import Embedder, embed_in_chunks, vector_array
 from agentos.errors import ToolError
 from agentos.memory.exchanges import Exchanges, exchanges_table_name
+from agentos.memory.recall_stages import SHOWN, MessageRows, cross_ranked, reranked, with_neighbours
+from agentos.memory.recall_turns import RecallTurns
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
 from agentos.messages import Message, utc_now
-from agentos.retrieval.model_stages import RERANK_POOL, SearchModel
-from agentos.retrieval.recall_paths import (
-    DEFAULT_PATHS,
-    DEFAULT_WEIGHTS,
-    Lists,
-    chosen_paths,
-    dated_ids,
-    time_ranked,
-    time_read,
-    variant_reads,
-    vector_read,
-)
+from agentos.retrieval.model_stages import SearchModel
+from agentos.retrieval.page import Hit, Page, format_page, given
+from agentos.retrieval.pipeline import RankedPath, Stage, page_of, rank_paths, reordered
+from agentos.retrieval.query import variants
+from agentos.retrieval.recall_paths import DEFAULT_PATHS, DEFAULT_WEIGHTS, PATHS, RankerPath, TimePath, chosen_paths
 from agentos.retrieval.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
-    Hit,
-    Page,
-    as_utc,
+    VECTOR_CANDIDATES,
     check_page,
     clean_query,
     date_clauses,
-    date_range,
-    format_page,
-    fts_rows,
     query_vector,
-    rrf,
 )
-from agentos.retrieval.turn_context import TurnOrder, around, keyword_ranking, named_speakers, turns_after
-from agentos.storage.db import delete_ids, quote, replace_table, storage_errors
+from agentos.retrieval.table_paths import KeywordPath, QueriesPath, VectorPath
+from agentos.retrieval.turn_context import TurnOrder, keyword_ranking, named_speakers
+from agentos.storage.failures import storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.records import embed_text
+from agentos.storage.rewrites import delete_ids, replace_table
 from agentos.storage.schemas import recall_vectors_schema
+from agentos.times import as_utc, date_range
 from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool, tool
 
 log = logging.getLogger(__name__)
 
 SEARCH_ROLES = ("user", "assistant")
-_SHOWN = ["role", "content", "name", "created_at", "seq"]
 _INDEXES = {"id": "btree"}
 _DEFERRED_LIMIT = 1000  # messages kept for embedding later while the embedder is failing
-_COPIES = 4  # rows read per id wanted: a copied or imported agent keeps its messages' ids
 T = TypeVar("T")
 
 
@@ -76,9 +67,7 @@ class RecallTier(Tier):
         super().__init__(ctx)
         self._vectors: Any = None
         self._unembedded: list[Message] = []  # messages a failing embedder could not embed yet
-        self._turns: TurnOrder | None = None  # the searchable turns in order, for the speakers and neighbours paths
-        self._turns_version: int | None = None  # (a reader) the messages table's version they were read at
-        self._unsaved_turns: dict[str, tuple[str, str, datetime, str | None]] = {}  # in a step not committed yet
+        self.turns = RecallTurns(ctx.db, ctx.agent_id, ctx.writable)  # for the speakers, neighbours and cross paths
         self._model: SearchModel | None = None  # for the rewrite and rerank paths, made at their first use
         self.exchanges = Exchanges(ctx.db, ctx.agent_id, ctx.writable, ctx.check_writable, ctx.wrote)
         self.last_error: str | None = None
@@ -120,7 +109,7 @@ class RecallTier(Tier):
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         """The exchanges and vectors of the step's searchable messages; an embedder failure defers the vectors,
         never fails the step."""
-        self._unsaved_turns.update((m.id, (m.id, m.role, m.created_at, m.name)) for m in messages if embed_text(m))
+        self.turns.step(messages)
         try:
             exchanges = self.exchanges.step_rows(messages)
         except Exception as exc:  # noqa: BLE001 - the exchanges are made whole when the agent is next opened
@@ -143,9 +132,7 @@ class RecallTier(Tier):
 
     def saved(self, message_ids: Sequence[str]) -> None:
         """The step's turns join the turn order once committed (a failed commit is retried with the same ids)."""
-        turns = [self._unsaved_turns.pop(key) for key in message_ids if key in self._unsaved_turns]
-        if self._turns is not None:
-            self._turns.extend(turns)
+        self.turns.saved(message_ids)
 
     def recover(self) -> None:
         """As a writer opens the agent: the exchanges table holds every stored turn (built when not)."""
@@ -153,7 +140,7 @@ class RecallTier(Tier):
             self.exchanges.make_whole()
 
     def discard(self, message_ids: Sequence[str]) -> None:
-        self._turns, self._unsaved_turns = None, {}  # read again: the discarded turns' seqs may be used again
+        self.turns.forget()  # read again: the discarded turns' seqs may be used again
         self.exchanges.discard(message_ids)
         delete_ids(self.ctx.db, vectors_table_name(self.agent_id), message_ids, "repair recall vectors")
 
@@ -214,7 +201,7 @@ class RecallTier(Tier):
         roles: Sequence[str] | None = None,
         paths: Collection[str] | None = None,
         now: datetime | None = None,
-    ) -> Page:
+    ) -> Page[Hit]:
         """Ranked messages: the `paths` (default: the agent's search settings) fused by weighted reciprocal rank
         (see retrieval.recall_paths); an empty query with dates lists by time. `now` resolves "last week" (default:
         the current time)."""
@@ -224,7 +211,7 @@ class RecallTier(Tier):
         if not query and start is None and end is None:
             raise ToolError("give a query, or start_date and/or end_date for a date search.")
         messages = self.ctx.db.table("messages")
-        notes: list[str] = []
+        filters = (start, end, roles)
         with storage_errors("search recall memory"):
             if not self.ctx.writable:
                 messages.checkout_latest()  # a reader: the writer is another process
@@ -232,93 +219,77 @@ class RecallTier(Tier):
             if not query:
                 listing = messages.search().where(where + " AND search_text IS NOT NULL").select(["id", "seq"])
                 rows = sorted(listing.limit(None).to_arrow().to_pylist(), key=lambda r: r["seq"])
-                ranked = [(r["id"], 0.0) for r in rows]
-                known: dict[str, dict[str, Any]] = {}
-                capped = False
+                ranked, capped = [(r["id"], 0.0) for r in rows], False
+                notes: list[str] = []
+                shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, {})
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
-                weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
-                filters = (start, end, roles)
-                lists = self._lists(handle, query, where, self._where(start, end, roles, with_agent=False),
-                                    used, now or utc_now(), filters, notes)
-                capped, known = lists.capped, lists.rows
-                ranked = lists.fused(weights)
-                order = lists.order
-                if order is not None:  # the neighbours path: every hit's score spreads to its neighbours
-                    ranked = around(ranked, order, lambda key: key in known or order.allows(key, *filters))
-                if "cross" in used:
-                    ranked = self._cross_ranked(handle, query, ranked, known, notes)
-                if "rerank" in used:
-                    ranked = self._reranked(handle, query, ranked, known, notes)
-            chosen = ranked[page * page_size : (page + 1) * page_size]
-            hits = self._hits(handle, chosen, known)
-        return Page(hits=hits, total=len(ranked), page=page, page_size=page_size, capped=capped,
-                    note=" ".join(notes) or None)
+                paths_used, notes, turns = self._paths(handle, query, where,
+                                                       self._where(start, end, roles, with_agent=False), used, now or utc_now())
+                ranking = rank_paths(paths_used, self.ctx.db.reads.gather)
+                shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, ranking.rows)
+                stages = self._stages(handle, query, used, turns, shown, filters)
+                ranked, stage_notes = reordered(ranking.fused(), stages)
+                notes, capped = notes + stage_notes, ranking.full("keyword")
+            return page_of(ranked, page, page_size, shown.hits, capped=capped, note=" ".join(notes) or None,
+                           query=query, filters=given(start=start, end=end, roles=roles))
 
     def _setting(self, name: str, default: Any) -> Any:
         search = getattr(self.ctx.settings(), "search", None) if self.ctx.settings else None
         return getattr(search, name, default) if search is not None else default
 
-    def _lists(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
-               filters: tuple[datetime | None, datetime | None, Sequence[str] | None], notes: list[str]) -> Lists:
-        """Every chosen path's ranked list; the reads run at once. A path that fails is left out, and `notes`
-        says why when the model should know (meaning or a model stage left out)."""
-        from agentos.retrieval.query import variants
-
+    def _paths(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str],
+               now: datetime) -> tuple[list[RankedPath], list[str], TurnOrder | None]:
+        """The chosen paths, configured for this query, in fusion order; notes on those left out that the model
+        should know of (meaning, a model stage); and the turn order, when a path or stage needs it."""
+        weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
+        weight = lambda name: float(weights.get(name, 1.0))
         table = self.vectors if "vector" in chosen else None
         vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
-        notes.extend([note] if note else [])
+        notes = [note] if note else []
         reads = self.ctx.db.reads
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
-        rewrites = self._asked("rewriting the question", lambda m: m.rewrite(query), notes) if "rewrite" in chosen else None
-        queries = {"variants": list(variants(query)) if "variants" in chosen else [], "rewrite": rewrites or []}
+        rewrites, note = self._asked("rewriting the question", lambda m: m.rewrite(query)) if "rewrite" in chosen \
+            else (None, None)
+        notes += [note] if note else []
         exchanges = self._exchanges_handle() if "exchange" in chosen else None
         speakers = "keyword" in chosen and "speakers" in chosen
-        turns = self._turns_for(messages) if speakers or "neighbours" in chosen else None
+        turns = self.turns.order(messages) if speakers or "neighbours" in chosen else None
         named, words = named_speakers(query, turns.speakers) if turns is not None and speakers else (set(), query)
-        found = reads.gather(
-            fts_rows(messages, words or query, "search_text", where, MAX_CANDIDATES, _SHOWN)
-            if "keyword" in chosen else None,
-            vector_read(vectors, vector, None if vwhere == "true" else vwhere),
-            time_read(messages, query, where, now, _SHOWN) if "time" in chosen else None,
-            left_out_on_error("exchange", fts_rows(exchanges, words or query, "text",
-                                                   None if vwhere == "true" else vwhere, MAX_CANDIDATES))
-            if exchanges is not None else None,
-            *variant_reads(messages, queries["variants"] + queries["rewrite"], where, _SHOWN),
-        )
-        lists = Lists(order=turns if "neighbours" in chosen else None)
-        if found[0] is not None:
-            pool = found[0]
-            lists.add("keyword", pool)
-            lists.capped = len(pool) >= MAX_CANDIDATES
-            lists.ranked["keyword"] = keyword_ranking(pool, named)
-        lists.add("vector", found[1], keep_rows=False)
-        lists.add("time", time_ranked(found[2]) if found[2] is not None else None)
-        if "time" in chosen and found[2] is None and found[0]:
-            dated = dated_ids(query, found[0])
-            if dated:
-                lists.ranked["time"] = dated
-        lists.add("exchange", found[3], keep_rows=False)  # its hits are read from the messages, like vector hits
-        if "exchange" in lists.ranked:  # a step retried after its rows were built again may hold a turn twice
-            lists.ranked["exchange"] = list(dict.fromkeys(lists.ranked["exchange"]))
-        at = 4
-        for path, texts in queries.items():
-            results = found[at : at + len(texts)]
-            at += len(texts)
-            if results:
-                for rows in results:
-                    lists.add(path, rows)  # rows kept; the ids are fused below
-                lists.ranked[path] = [key for key, _ in rrf([[r["id"] for r in rows] for rows in results])]
+        unfiltered = None if vwhere == "true" else vwhere
+        found: dict[str, RankedPath] = {
+            "keyword": KeywordPath("keyword", weight("keyword"), messages, words or query, "search_text", where,
+                                   MAX_CANDIDATES, SHOWN, order=lambda pool: keyword_ranking(pool, named)),
+            "time": TimePath(weight("time"), messages, query, where, now, SHOWN),
+            "variants": QueriesPath("variants", weight("variants"), messages,
+                                    variants(query) if "variants" in chosen else [], "search_text", where,
+                                    MAX_CANDIDATES, SHOWN),
+            "rewrite": QueriesPath("rewrite", weight("rewrite"), messages, rewrites or [], "search_text", where,
+                                   MAX_CANDIDATES, SHOWN),
+        }
+        if exchanges is not None:  # its hits are read from the messages, like vector hits; a step retried after its
+            # rows were built again may hold a turn twice
+            found["exchange"] = KeywordPath("exchange", weight("exchange"), exchanges, words or query, "text", unfiltered,
+                                            MAX_CANDIDATES, order=lambda rows: list(dict.fromkeys(r["id"] for r in rows)),
+                                            keep_rows=False, optional=True)
+        if vectors is not None and vector is not None:
+            found["vector"] = VectorPath("vector", weight("vector"), vectors, vector, unfiltered, VECTOR_CANDIDATES,
+                                         keep_rows=False)
         for tier in self.ctx.rankers() if self.ctx.rankers else []:
-            if tier.name in chosen:
-                try:
-                    ranked = tier.ranked_messages(query, MAX_CANDIDATES)
-                except Exception as exc:  # noqa: BLE001 - a failing path is left out; search still answers
-                    log.warning("%s search left out: %s", tier.name, exc)
-                    ranked = None
-                if ranked:
-                    lists.ranked[tier.name] = list(ranked)
-        return lists
+            found.setdefault(tier.name, RankerPath(tier.name, weight(tier.name), tier, query))
+        return [found[name] for name in PATHS if name in found and name in chosen], notes, turns
+
+    def _stages(self, messages: Any, query: str, chosen: set[str], turns: TurnOrder | None, rows: MessageRows,
+                filters: tuple[datetime | None, datetime | None, Sequence[str] | None]) -> list[Stage]:
+        """The chosen stages that reorder the fused list, in order: neighbours, cross-encoder, rerank."""
+        stages: list[Stage] = []
+        if "neighbours" in chosen and turns is not None:
+            stages.append(lambda ranked: with_neighbours(ranked, turns, rows, filters))
+        if "cross" in chosen:
+            stages.append(lambda ranked: cross_ranked(query, ranked, rows, lambda: self.turns.order(messages)))
+        if "rerank" in chosen:
+            stages.append(lambda ranked: reranked(query, ranked, rows, self._asked))
+        return stages
 
     def _exchanges_handle(self) -> Any | None:
         """The exchanges table's async handle, or None (the path left out) while there is none or it cannot be
@@ -329,122 +300,19 @@ class RecallTier(Tier):
             log.warning("exchange search left out: %s", exc)
             return None
 
-    def _asked(self, what: str, ask: Callable[[SearchModel], T], notes: list[str]) -> T | None:
-        """A model stage's answer; None when the agent has no model for search or the call fails, and `notes`
-        then says that the stage was left out."""
+    def _asked(self, what: str, ask: Callable[[SearchModel], T]) -> tuple[T | None, str | None]:
+        """A model stage's answer; None, with a note saying that the stage was left out, when the agent has no
+        model for search or the call fails."""
         try:
-            provider = self.ctx.model() if self.ctx.model is not None else None
+            provider = self.ctx.models("search") if self.ctx.models is not None else None
             if provider is None:
-                notes.append(f"No model is set for search, so {what} was left out.")
-                return None
+                return None, f"No model is set for search, so {what} was left out."
             if self._model is None or self._model.provider is not provider:  # the agent's model for search changed
                 self._model = SearchModel(provider)
-            return ask(self._model)
+            return ask(self._model), None
         except Exception as exc:  # noqa: BLE001 - a failing stage is left out; search still answers
             log.warning("%s left out of a search: %s", what, exc)
-            notes.append(f"The search model failed, so {what} was left out ({exc}).")
-            return None
-
-    def _reranked(self, messages: Any, query: str, ranked: list[tuple[str, float]], known: dict[str, dict[str, Any]],
-                  notes: list[str]) -> list[tuple[str, float]]:
-        """The fused list with its best RERANK_POOL reordered by the search model (unchanged when it fails);
-        the pool's rows join `known`, so the page reads them once."""
-        rows = self._rows(messages, [key for key, _ in ranked[:RERANK_POOL]], known)
-        pool = [key for key, _ in ranked[:RERANK_POOL] if key in rows]
-        if len(pool) < 2:
-            return ranked
-        order = self._asked("reranking", lambda m: m.rerank(
-            query, pool, [(shown_text(rows[key]), rows[key]["created_at"]) for key in pool]), notes)
-        if order is None:
-            return ranked
-        score, placed = dict(ranked), set(order)
-        return [(key, score[key]) for key in order] + [kv for kv in ranked if kv[0] not in placed]
-
-    def _cross_ranked(self, messages: Any, query: str, ranked: list[tuple[str, float]],
-                      known: dict[str, dict[str, Any]], notes: list[str]) -> list[tuple[str, float]]:
-        """The fused list with its best CROSS_POOL reordered by their fused order and the cross-encoder's, fused by
-        reciprocal rank, each read with the turn before it (unchanged, and `notes` says why, when the model cannot be
-        loaded)."""
-        from agentos.retrieval.cross_encoder import CROSS_POOL, CROSS_WEIGHT, cross_order, cross_scores
-
-        keys = [key for key, _ in ranked[:CROSS_POOL]]
-        turns = self._turns_for(messages)
-        before = {key: turns.id_at(at - 1) for key in keys if (at := turns.position(key)) is not None and at > 0}
-        rows = self._rows(messages, [*keys, *(k for k in before.values() if k is not None)], known)
-        pool = [key for key in keys if key in rows]
-        if len(pool) < 2:
-            return ranked
-        passages = ["\n".join(shown_text(rows[k]) for k in (before.get(key), key) if k is not None and k in rows)
-                    for key in pool]
-        try:
-            scores = cross_scores(query, passages)
-        except Exception as exc:  # noqa: BLE001 - a failing stage is left out; search still answers
-            log.warning("cross-encoder left out of a search: %s", exc)
-            notes.append(f"The cross-encoder is unavailable ({exc}), so its reranking was left out.")
-            return ranked
-        score, placed = dict(ranked), set(pool)
-        blended = rrf([pool, cross_order(pool, scores)], [1.0, CROSS_WEIGHT])
-        return [(key, score[key]) for key, _ in blended] + [kv for kv in ranked if kv[0] not in placed]
-
-    @property
-    def _agent_clause(self) -> str:
-        return f"agent_id = {quote(self.agent_id)}"
-
-    def _turns_for(self, messages: Any) -> TurnOrder:
-        """The turn order: read whole at the first search that needs it; then the writer extends it with each
-        committed step (`saved`), and a reader catches up when the messages table has changed, reading it whole
-        again when turns were taken back (a rewind in the writer: their seqs are used again)."""
-        reads = self.ctx.db.reads
-        turns = self._turns
-        if turns is None:
-            turns = TurnOrder(reads.gather(turns_after(messages, self._agent_clause, -1))[0])
-            self._turns_version = None if self.ctx.writable else self.ctx.db.table("messages").version
-        elif not self.ctx.writable:
-            table = self.ctx.db.table("messages")
-            version = table.version
-            if version != self._turns_version:
-                turns.catch_up(reads.gather(turns_after(messages, self._agent_clause, turns.last_seq))[0])
-                if len(turns) != table.count_rows(f"{self._agent_clause} AND search_text IS NOT NULL"):
-                    turns = TurnOrder(reads.gather(turns_after(messages, self._agent_clause, -1))[0])
-                self._turns_version = version
-        self._turns = turns
-        return turns
-
-    def _rows(self, messages: Any, keys: Sequence[str], known: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """The rows of these messages: those in `known`, and the others (vector or neighbour hits) in one read
-        through the async API, which join `known`."""
-        missing = [key for key in keys if key not in known]
-        if missing:  # by id alone first: half the time of a read that also filters by agent, at 100k messages
-            ids = ", ".join(quote(i) for i in missing)
-            query = messages.query().where(f"id IN ({ids})").select(["id", "agent_id", *_SHOWN])
-            rows = self.ctx.db.reads.gather(query.limit(len(missing) * _COPIES).to_arrow())[0].to_pylist()
-            known.update((r["id"], r) for r in rows if r["agent_id"] == self.agent_id)
-            rest = [key for key in missing if key not in known]
-            if rest and len(rows) >= len(missing) * _COPIES:  # copies of this agent (same ids) filled the read
-                ids = ", ".join(quote(i) for i in rest)
-                query = (messages.query().where(f"{self._agent_clause} AND id IN ({ids})")
-                         .select(["id", *_SHOWN]).limit(len(rest)))
-                known.update((r["id"], r) for r in self.ctx.db.reads.gather(query.to_arrow())[0].to_pylist())
-        return {key: known[key] for key in keys if key in known}
-
-    def _hits(self, messages: Any, chosen: list[tuple[str, float]], known: dict[str, dict[str, Any]]) -> list[Hit]:
-        rows = self._rows(messages, [key for key, _ in chosen], known)
-        return [Hit(id=key, text=shown_text(rows[key]), created_at=rows[key]["created_at"], role=rows[key]["role"],
-                    score=score) for key, score in chosen if key in rows]
-
-
-async def left_out_on_error(path: str, read: Any) -> Any | None:
-    """A path's read, or None when it fails (a table replaced meanwhile): the other paths still answer."""
-    try:
-        return await read
-    except Exception as exc:  # noqa: BLE001 - a failing path is left out; search still answers
-        log.warning("%s search left out: %s", path, exc)
-        return None
-
-
-def shown_text(row: dict[str, Any]) -> str:
-    """A message as search shows it: its speaker's name, when it has one, before its text."""
-    return f"{row['name']}: {row['content']}" if row.get("name") else row["content"] or ""
+            return None, f"The search model failed, so {what} was left out ({exc})."
 
 
 @tool

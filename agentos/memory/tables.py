@@ -9,7 +9,9 @@ import pyarrow as pa
 
 from agentos.embedders.base import Embedder, embed_in_chunks
 from agentos.errors import EmbedderMismatchError
-from agentos.storage.db import Database, replace_table, storage_errors
+from agentos.storage.db import Database
+from agentos.storage.failures import storage_errors
+from agentos.storage.rewrites import replace_table
 from agentos.storage.schemas import table_embedder
 
 

@@ -15,14 +15,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
 from agentos.embedders.base import Embedder
 from agentos.errors import ReadOnlyAgentError
+from agentos.events import Event
 from agentos.messages import Message
-from agentos.storage.db import SWAP_SUFFIX, Database
+from agentos.storage.db import Database
+from agentos.storage.rewrites import SWAP_SUFFIX
 from agentos.storage.store import Rows
 from agentos.tools.decorator import Tool
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+def tier_settings(settings: Any, name: str, model: type[BaseModel]) -> Any:
+    """A tier's settings within the agent's: its own field when the agent's settings have one (facts), else its
+    entry in `settings.tiers`, validated by the tier's model (defaults when there is none)."""
+    own = getattr(settings, name, None)
+    if isinstance(own, model):
+        return own
+    return model.model_validate(getattr(settings, "tiers", {}).get(name, {}))
 
 
 @dataclass(frozen=True)
@@ -47,7 +60,11 @@ class TierContext:
     on_write: Callable[[str], None] | None = None  # told the table name after a write outside a step
     settings: Callable[[], Any] | None = None  # the agent's settings now (AgentSettings), for tiers with their own
     rankers: Callable[[], list[Any]] | None = None  # the agent's tiers that rank messages for recall search
-    model: Callable[[], Any] | None = None  # the language model search stages ask (a Provider), when there is one
+    models: Callable[[str], Any] | None = None  # the provider of a model role ("facts", "search"...), see agent.roles
+    prompts: Any = None  # the agent's prompt renderer (`render(name, **values)`), for tiers that ask a model
+    read_messages: Callable[[int, int], list[tuple[int, Message]]] | None = None  # saved (seq, message), by seq range
+    announce: Callable[[Event], None] | None = None  # hand over news from background work (see `Agent.idle`)
+    committed: Callable[[], int] | None = None  # how many of the agent's messages are saved now
 
     def check_writable(self, what: str) -> None:
         if not self.writable:
@@ -59,11 +76,23 @@ class TierContext:
         if self.on_write is not None:
             self.on_write(table)
 
+    def tell(self, event: Event) -> None:
+        """Hand over an event from background work; the front end shows it between turns."""
+        if self.announce is not None:
+            self.announce(event)
+
 
 class Tier(ABC):
-    """One kind of memory of one agent."""
+    """One kind of memory of one agent.
+
+    Its life: built when the agent is opened; `opened` once the agent is opened to talk; `after_step` and `saved`
+    with each step; `turn_ended` after each turn; `idle` when the front end asks for news between turns; `close`
+    when the agent closes or its storage is about to change under the tier (a rewind, a reindex, new settings).
+    Background work hands its news to `ctx.tell`. A tier with settings names their model in `settings_model`;
+    they are read and written through `Agent.tier_settings` / `Agent.update_tier_settings`."""
 
     name: ClassVar[str]
+    settings_model: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, ctx: TierContext) -> None:
         self.ctx = ctx
@@ -85,6 +114,27 @@ class Tier(ABC):
     def metadata(self, stats: MemoryStats) -> list[str]:
         """Lines this tier adds to the prompt's memory metadata (counts shown to the model are never stale)."""
         return []
+
+    @property
+    def settings(self) -> Any:
+        """This tier's settings now (an instance of `settings_model`), or None when it has none."""
+        if self.settings_model is None or self.ctx.settings is None:
+            return None
+        return tier_settings(self.ctx.settings(), self.name, self.settings_model)
+
+    def opened(self, committed: int) -> None:  # noqa: B027 - optional: most tiers do nothing on opening
+        """The agent was opened to talk, with `committed` messages saved (background work may start)."""
+
+    def turn_ended(self, committed: int) -> list[Event]:
+        """A turn ended with `committed` messages saved; events to yield at the end of the turn."""
+        return []
+
+    def idle(self) -> list[Event]:
+        """The front end asks for news between turns: events this tier has that were not handed to `ctx.tell`."""
+        return []
+
+    def close(self) -> None:  # noqa: B027 - optional: most tiers have no background work
+        """Stop background work (the next `turn_ended` or `opened` may start it again) and write what is kept."""
 
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         """Rows to write, by table, with a step's new messages (before the agent's state)."""

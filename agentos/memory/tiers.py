@@ -7,16 +7,17 @@ model with the others, without changes anywhere else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from agentos.embedders.base import Embedder
 from agentos.embedders.resolve import resolve_embedder
 from agentos.errors import StorageError, ToolError
+from agentos.events import Event
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.entity_graph import EntityGraphTier
-from agentos.memory.facts import FactTier
+from agentos.memory.facts.tier import FactTier
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import MemoryStats, Rows, Tier, TierContext
 from agentos.messages import Message
@@ -42,15 +43,13 @@ def delete_tiers(db: Database, agent_id: str) -> None:
 
 
 class Tiers:
-    """One agent's tiers, built lazily around one embedder that is resolved on first use."""
+    """One agent's tiers, built lazily around one embedder that is resolved on first use, and their lifecycle."""
 
-    def __init__(self, db: Database, agent_id: str, embedder_spec: str, *, writable: bool = True,
-                 check_writable: Callable[[], None] | None = None, on_write: Callable[[str], None] | None = None,
-                 settings: Callable[[], Any] | None = None, model: Callable[[], Any] | None = None) -> None:
+    def __init__(self, db: Database, agent_id: str, embedder_spec: str, **links: Any) -> None:
+        """`links` are the rest of the tiers' `TierContext` (writable, guard, settings, models, prompts...)."""
         self.embedder_spec = embedder_spec
         self._embedder: Embedder | None = None
-        ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, writable=writable, guard=check_writable,
-                          on_write=on_write, settings=settings, rankers=self.rankers, model=model)
+        ctx = TierContext(db=db, agent_id=agent_id, embedder=self.embedder, rankers=self.rankers, **links)
         self._tiers = [kind(ctx) for kind in TIER_KINDS]
 
     def rankers(self) -> list[Tier]:
@@ -109,6 +108,24 @@ class Tiers:
     def discard(self, message_ids: Sequence[str]) -> None:
         for tier in self._tiers:
             tier.discard(message_ids)
+
+    def opened(self, committed: int) -> None:
+        """The agent was opened to talk with `committed` messages saved."""
+        for tier in self._tiers:
+            tier.opened(committed)
+
+    def turn_ended(self, committed: int) -> list[Event]:
+        """A turn ended with `committed` messages saved; the events the tiers yield at its end."""
+        return [event for tier in self._tiers for event in tier.turn_ended(committed)]
+
+    def idle(self) -> list[Event]:
+        """Each tier's news between turns that it keeps itself (background news goes through `ctx.tell`)."""
+        return [event for tier in self._tiers for event in tier.idle()]
+
+    def close(self) -> None:
+        """Stop every tier's background work (before the agent closes, or its storage changes under them)."""
+        for tier in self._tiers:
+            tier.close()
 
     def rewind(self, to: datetime) -> dict[str, int]:
         """Each tier's own items stored after `to`, taken back; how many, by tier."""

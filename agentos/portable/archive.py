@@ -18,24 +18,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 from pydantic import ValidationError
 
+from agentos.agent.agent import Agent
 from agentos.agent.state import AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentOSError
 from agentos.memory import tiers as tier_registry
 from agentos.messages import new_id
 from agentos.portable.trust import check_model_server
 from agentos.providers.models import parse_spec
-from agentos.storage.db import quote
+from agentos.storage.filters import quote
+from agentos.storage.lease import Lease
 from agentos.storage.schemas import restore_points_table_name
 from agentos.storage.store import Store
-
-if TYPE_CHECKING:
-    from agentos.agent.agent import Agent
+from agentos.version import __version__
 
 FORMAT = "agentos-agent"
 FORMAT_VERSION = 1
@@ -135,7 +135,6 @@ def export_agent(store: Store, name: str, path: Path, progress: Progress | None 
     """Write agent `name` to `path`. The agent is held for the export (refused while another process has it open),
     so no step lands while its tables are read; `held` is the caller's own open Agent of that name, saved first.
     The file appears only once complete."""
-    from agentos.agent.agent import Agent
 
     agent = held or Agent.load(name, store=store, with_model=False)
     try:
@@ -173,7 +172,6 @@ def _export(store: Store, state: AgentState, name: str, path: Path, progress: Pr
                 report.rows[_member_label(member)] = rows
             manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "exported_at": datetime.now(UTC).isoformat(),
                         "name": name, "agent_id": agent_id, "members": members}
-            from agentos import __version__
 
             manifest["agentos_version"] = __version__
             archive.writestr("manifest.json", json.dumps(manifest, indent=1))
@@ -245,9 +243,6 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
     """Restore the agent in export file `path` as `name` (default: its own), under a new internal id. Refused, with
     nothing written, when the name is taken, the file is damaged, or its model would send a key to a server not on this
     machine (`model` chooses one instead); a failure part-way removes what was written."""
-    from agentos.agent.agent import Agent
-    from agentos.memory.tiers import delete_tiers
-    from agentos.storage.lease import Lease
 
     with open_export(path) as archive:
         manifest = read_manifest(archive, path)
@@ -290,7 +285,7 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
             store.create_agent(target, agent_id, state.model_dump_json(), lease, rev=state.rev)
         except BaseException as exc:  # not registered: what this call wrote, under its own new id, goes
             store.purge(agent_id)
-            delete_tiers(store.db, agent_id)
+            tier_registry.delete_tiers(store.db, agent_id)
             if isinstance(exc, (pa.ArrowException, ValueError)) and not isinstance(exc, AgentOSError):
                 raise ExportFileError(f"{path} is damaged: a table in it cannot be read ({exc}). Nothing was "
                                       f"imported; export the agent again.") from exc

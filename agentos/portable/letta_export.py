@@ -18,15 +18,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings, AgentState
 from agentos.blocks import Block
 from agentos.errors import AgentOSError
+from agentos.memory.archival import ArchivalTier
+from agentos.memory.facts.tier import FactTier
 from agentos.messages import Message, utc_now
 from agentos.portable.letta_file import _plural, report_lines
-from agentos.portable.letta_import import BUILTINS, LETTA_TOOL_TYPES
+from agentos.portable.letta_tools import BUILTINS, LETTA_TOOL_TYPES
 from agentos.providers.models import SERVERS, parse_spec
+from agentos.storage.filters import quote
+from agentos.storage.records import row_message
 from agentos.storage.store import Store
 from agentos.tools.decorator import Tool
+from agentos.version import __version__
 
 
 @dataclass
@@ -51,8 +57,6 @@ class AfExportReport:
 
 def _all_messages(store: Store, agent_id: str, count: int) -> list[Message]:
     """Every saved message of the agent, in order (read in batches)."""
-    from agentos.storage.db import quote
-    from agentos.storage.records import row_message
 
     handle = store.db.existing("messages")
     if handle is None:
@@ -157,9 +161,6 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def export_af(store: Store, name: str, path: str | Path) -> AfExportReport:
     """Write agent `name` as a Letta v2 agent file at `path` (read-only: the agent may be in use elsewhere)."""
-    from agentos import __version__
-    from agentos.agent.agent import Agent
-    from agentos.memory.archival import ArchivalTier
 
     path = Path(path)
     agent = Agent.load(name, store=store, read_only=True)
@@ -222,7 +223,6 @@ def _counted(count: Callable[[], int]) -> int:
 
 def _cannot_carry(agent: Any, state: AgentState, report: AfExportReport, archival_kind: type) -> None:
     """What the v2 format has no place for: archival passages, facts, the edit log, agentos-only settings."""
-    from agentos.memory.facts import FactTier
 
     passages = _counted(lambda: agent.tier(archival_kind).count())
     if passages:

@@ -11,12 +11,13 @@ agentos agents and `letta_export` writes v2 files.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from agentos.portable.archive import ExportFileError
+from agentos.times import iso_moment
 
 SUFFIX = ".af"
 
@@ -153,13 +154,81 @@ def _text(value: Any) -> str | None:
 
 
 def _time(value: Any) -> datetime | None:
+    """A Letta time field (ISO 8601) as aware UTC; None when it is missing or not a time."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return iso_moment(value)
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass
+class AfSource:
+    """One agent of a file, whichever the file's shape: its blocks, tools and messages resolved from their ids."""
+
+    af: AfFile
+    raw: dict[str, Any]
+    name: str
+    id: str
+    blocks: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    messages: list[tuple[str, dict[str, Any]]]  # (file-local key, message)
+    in_context: list[str] | None  # keys; None when the file does not say
+    unresolved: list[str] = field(default_factory=list)  # ids the agent names that the file does not hold
+
+
+def read_agent(af: AfFile, wanted: AfAgent) -> AfSource:
+    """The agent `wanted` of `af`, read from a v1 file (the whole file) or a v2 one (its entry and what it points at)."""
+    path, data = af.path, af.data
+    if af.version == "v1":
+        raw = data
+        memory = raw.get("core_memory", raw.get("memory"))
+        if isinstance(memory, dict):
+            memory = memory.get("blocks")
+        blocks = _items(memory, path, "core_memory")
+        tools = [t for t in _items(raw.get("tools"), path, "tools") if isinstance(t, dict)]
+        messages = [(str(i), m) for i, m in enumerate(_items(raw.get("messages"), path, "messages"))]
+        indices = raw.get("in_context_message_indices")
+        in_context = None if indices is None else [str(i) for i in _items(indices, path, "in_context_message_indices")]
+        return AfSource(af, raw, wanted.name, wanted.id, [b for b in blocks if isinstance(b, dict)], tools, messages,
+                        in_context)
+    raw = next(a for i, a in enumerate(data["agents"]) if str(a.get("id") or f"agent-{i}") == wanted.id)
+    by_id = {str(b.get("id")): b for b in _items(data.get("blocks"), path, "blocks") if isinstance(b, dict)}
+    tools_by_id = {str(t.get("id")): t for t in _items(data.get("tools"), path, "tools") if isinstance(t, dict)}
+    blocks, tools, unresolved = [], [], []
+    for block_id in _items(raw.get("block_ids"), path, f"agent {wanted.id}'s block_ids"):
+        if str(block_id) in by_id:
+            blocks.append(by_id[str(block_id)])
+        else:
+            unresolved.append(f"block {block_id}: the agent refers to it, but the file does not hold it")
+    blocks += [b for b in _items(raw.get("memory_blocks"), path, "memory_blocks") if isinstance(b, dict)]
+    for tool_id in _items(raw.get("tool_ids"), path, f"agent {wanted.id}'s tool_ids"):
+        if str(tool_id) in tools_by_id:
+            tools.append(tools_by_id[str(tool_id)])
+        else:
+            unresolved.append(f"tool {tool_id}: the agent refers to it, but the file does not hold it")
+    known = {t.get("name") for t in tools}
+    tools += [{"name": n, "tool_type": "unknown"} for n in _items(raw.get("tools"), path, "tools")
+              if isinstance(n, str) and n not in known]
+    messages = []
+    for index, message in enumerate(_items(raw.get("messages"), path, f"agent {wanted.id}'s messages")):
+        if isinstance(message, dict):
+            messages.append((str(message.get("id") or f"#{index}"), message))
+    ids = raw.get("in_context_message_ids", raw.get("message_ids"))
+    in_context = None if ids is None else [str(i) for i in _items(ids, path, "in_context_message_ids")]
+    return AfSource(af, raw, wanted.name, wanted.id, blocks, tools, messages, in_context, unresolved)
+
+
+# -- reporting -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Findings:
+    """What mapping one part of an agent has to report: notes on what it did, and what agentos cannot carry."""
+
+    notes: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
 
 
 def report_lines(head: str, blocks: int, messages: int, in_context: int, notes: list[str], left_out: list[str],

@@ -7,8 +7,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentos.config import configured_base_url
 from agentos.errors import IncompleteStreamError
 from agentos.messages import Message, ToolCall, Usage
+from agentos.providers import anthropic_sdk
 from agentos.providers.base import (
     ModelRequest,
     ProviderEvent,
@@ -20,15 +22,9 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_client import (
-    default_timeout,
-    guarded_stream,
-    ready_body_options,
-    resolve_key,
-    shared_http_client,
-)
+from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key, shared_http_client
 from agentos.providers.sdk_errors import client_context
-from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
+from agentos.providers.wire import Encode, EncodedOnce, EncodedSequence, dumps, json_array, json_object
 
 if TYPE_CHECKING:
     import anthropic
@@ -105,9 +101,9 @@ def _encode_blocks(m: Message) -> bytes:
     return b",".join(dumps(block) for block in _blocks(m))
 
 
-def _encoded_turns(messages: Sequence[Message], first: bool) -> Iterator[tuple[int, bytes]]:
+def _encoded_turns(messages: Sequence[Message], first: bool, encoded: Encode) -> Iterator[tuple[int, bytes]]:
     for start, role, members in wire_turns(messages, first):
-        blocks = b",".join(encoded(m, "anthropic", _encode_blocks) for m in members)
+        blocks = b",".join(encoded(m) for m in members)
         yield start, b'{"role":"' + role.encode() + b'","content":[' + blocks + b"]}"
 
 
@@ -213,8 +209,6 @@ class AnthropicProvider:
         self.max_output_tokens = max_output_tokens or min(self.info.max_output_tokens, DEFAULT_MAX_OUTPUT)
         self.retry = retry or RetryPolicy()
         if client is None:
-            from agentos.config import configured_base_url
-
             base_url = base_url or configured_base_url("anthropic")
             client = anthropic.Anthropic(api_key=resolve_key("anthropic", api_key), base_url=base_url, max_retries=0,
                                          timeout=timeout or default_timeout(),
@@ -222,9 +216,8 @@ class AnthropicProvider:
         self.base_url = base_url
         self._client = client
         self._tools = EncodedOnce(lambda tools: dumps(tool_schemas(tools)))
-        self._messages = EncodedSequence(_encoded_turns)
-        self._options = ready_body_options(anthropic, client, extra_headers={}, span_name="anthropic.messages.create",
-                                           span_route="/v1/messages")
+        self._messages = EncodedSequence(_encoded_turns, _encode_blocks)
+        self._options = anthropic_sdk.ready_body_options(client)  # None: this SDK cannot post a ready body
         server = SERVERS["anthropic"]
         self._errors = client_context(server.label, model, server.key_variable, "anthropic", base_url, client)
 
@@ -268,13 +261,9 @@ class AnthropicProvider:
     def _open_stream(self, request: ModelRequest) -> Callable[[], Any]:
         """What opens the SDK's stream for `request`: a post of the ready body, or `create` where the SDK
         cannot take one."""
-        import anthropic
-        from anthropic.types import Message as ApiMessage
-        from anthropic.types import RawMessageStreamEvent
-
-        if self._options is None:
+        client, options = self._client, self._options
+        if options is None:
             params = self.request_params(request)
-            return lambda: self._client.messages.create(**params)
-        body, options = self.request_body(request), self._options
-        return lambda: self._client.post("/v1/messages", content=body, cast_to=ApiMessage, options=options,
-                                         stream=True, stream_cls=anthropic.Stream[RawMessageStreamEvent])
+            return lambda: anthropic_sdk.create_stream(client, params)
+        body = self.request_body(request)
+        return lambda: anthropic_sdk.post_ready_body(client, body, options)

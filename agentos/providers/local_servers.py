@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agentos.config import configured_base_url
 from agentos.errors import ConfigError
 from agentos.providers.models import LOCAL_FAMILIES, SERVERS, parse_spec
 from agentos.providers.served_window import server_root
@@ -65,8 +66,6 @@ def offers(base_url: str | None = None, family: str | None = None) -> list[Offer
 def check_model(spec: str) -> str | None:
     """For an Ollama spec: an error when the server has no such model (saying how to pull it), None when it has
     it; a warning text when the server cannot be asked. Other specs: None."""
-    from agentos.config import configured_base_url
-
     parsed = parse_spec(spec)
     if parsed.family != "ollama":
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from agentos.errors import ConfigError
 
@@ -135,8 +136,6 @@ SPEC_HELP = (
 
 def _check_url(spec: str, base_url: str) -> None:
     """Refuse a base URL with no host or an impossible port, naming the spec it came in."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(base_url)
         _ = parts.port  # raises for a port out of range

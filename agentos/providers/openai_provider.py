@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentos.config import configured_base_url
 from agentos.errors import ConfigError, IncompleteStreamError
 from agentos.messages import Message, ToolCall, Usage, new_id
+from agentos.providers import openai_sdk
 from agentos.providers.base import (
     ModelRequest,
     ProviderEvent,
@@ -21,17 +22,10 @@ from agentos.providers.base import (
 )
 from agentos.providers.models import SERVERS, ModelInfo, model_info
 from agentos.providers.retry import RetryPolicy, stream_with_retries
-from agentos.providers.sdk_client import (
-    default_timeout,
-    guarded_stream,
-    read_to_end,
-    ready_body_options,
-    resolve_key,
-    shared_http_client,
-)
+from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key, shared_http_client
 from agentos.providers.sdk_errors import client_context
 from agentos.providers.served_window import DISCOVERY_TIMEOUT_S, ServedWindow, discover
-from agentos.providers.wire import EncodedOnce, EncodedSequence, dumps, encoded, json_array, json_object
+from agentos.providers.wire import Encode, EncodedOnce, EncodedSequence, dumps, json_array, json_object
 
 if TYPE_CHECKING:
     import openai
@@ -102,16 +96,14 @@ class EncodedMessages:
 
     def __init__(self, *, null_content: bool) -> None:
         self.null_content = null_content
-        self._form = "openai" if null_content else "openai-compatible"
-        self._sequence = EncodedSequence(self._items)
+        self._sequence = EncodedSequence(self._items, self._one)
 
     def _one(self, m: Message) -> bytes:
         return dumps(openai_message(m, null_content=self.null_content))
 
-    def _items(self, messages: Sequence[Message], first: bool) -> Iterator[tuple[int, bytes]]:
+    def _items(self, messages: Sequence[Message], first: bool, encoded: Encode) -> Iterator[tuple[int, bytes]]:
         for start, group in wire_groups(messages):
-            one = len(group) == 1
-            yield start, encoded(group[0], self._form, self._one) if one else dumps(_group_message(group, self.null_content))
+            yield start, encoded(group[0]) if len(group) == 1 else dumps(_group_message(group, self.null_content))
 
     def encode(self, request: ModelRequest) -> bytes:
         return json_array([dumps({"role": "system", "content": request.system}), *self._sequence.items(request.messages)])
@@ -203,12 +195,10 @@ def whole_completion_events(body: dict[str, Any]) -> Iterator[ProviderEvent]:
 def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:
     """Provider events from a stream of ChatCompletionChunk objects (or from one whole completion, when the server
     answered with JSON instead of a stream)."""
-    response = getattr(chunks, "response", None)
-    if response is not None and response.headers.get("content-type", "").startswith("application/json"):
-        body = json.loads(response.read())
-        if isinstance(body, dict) and body.get("choices") is not None:
-            yield from whole_completion_events(body)
-            return
+    body = openai_sdk.whole_reply(chunks)
+    if isinstance(body, dict) and body.get("choices") is not None:
+        yield from whole_completion_events(body)
+        return
     calls = ToolCallAssembler()
     finish: str | None = None
     usage: Any = None
@@ -230,7 +220,7 @@ def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:
                     calls.add(fragment)
             if choice.finish_reason:
                 finish = choice.finish_reason
-    if finish is None and not getattr(chunks, "done_seen", False):
+    if finish is None and not openai_sdk.end_marker_seen(chunks):
         raise IncompleteStreamError(partial=produced)  # neither a finish reason nor the end marker: cut
     assembled = calls.calls()
     for call in assembled:
@@ -253,27 +243,6 @@ def normalise_stop(finish: str | None, *, has_calls: bool, refused: bool = False
     if reason == "tool_use" and not has_calls:
         return "end_turn"
     return reason
-
-
-@lru_cache(maxsize=1)
-def _keep_alive_stream() -> type:
-    """The SDK's stream class, reading the response to its end at `[DONE]` (where the SDK stops reading and
-    closes it), so that the connection is kept for the next call."""
-    import openai
-    from openai.types.chat import ChatCompletionChunk
-
-    class KeepAliveStream(openai.Stream[ChatCompletionChunk]):
-        done_seen = False  # the stream's end marker arrived
-
-        def _iter_events(self) -> Iterator[Any]:
-            events = super()._iter_events()
-            for sse in events:
-                if sse.data.startswith("[DONE]"):
-                    self.done_seen = True
-                    read_to_end(events)
-                yield sse
-
-    return KeepAliveStream
 
 
 class OpenAIProvider:
@@ -305,8 +274,6 @@ class OpenAIProvider:
         self.retry = retry or RetryPolicy()
         self.stream_usage = stream_usage
         if client is None:
-            from agentos.config import configured_base_url
-
             base_url = base_url or configured_base_url(family) or server.base_url
             if family == "openai-compatible" and not base_url:
                 raise ConfigError(
@@ -322,7 +289,7 @@ class OpenAIProvider:
         self._max_tokens_key = "max_completion_tokens" if family == "openai" else "max_tokens"
         self._tools = EncodedOnce(lambda tools: json_array(dumps(t.openai_schema()) for t in tools))
         self._messages = EncodedMessages(null_content=family == "openai")
-        self._options = ready_body_options(openai, client, security={"bearer_auth": True})
+        self._options = openai_sdk.ready_body_options(client)  # None: this SDK cannot post a ready body
         self.window_source = "model catalogue"  # or what the server said (`learn_served_window`)
         self.window_advice = ""
         self.window_warning = ""
@@ -332,17 +299,10 @@ class OpenAIProvider:
 
     def served_window(self) -> ServedWindow | None:
         """Ask the server which context window it serves this model with (see `served_window.discover`)."""
-        import httpx2
-
         base_url = str(self._client.base_url).rstrip("/")
 
         def fetch(method: str, url: str, body: dict[str, Any] | None) -> Any:
-            options: Any = {"timeout": DISCOVERY_TIMEOUT_S}
-            if method == "POST":
-                response = self._client.post(url, body=body, cast_to=httpx2.Response, options=options)
-            else:
-                response = self._client.get(url, cast_to=httpx2.Response, options=options)
-            return response.json()
+            return openai_sdk.fetch_json(self._client, method, url, body, DISCOVERY_TIMEOUT_S)
 
         return discover(self.name, base_url, self.model, fetch)
 
@@ -403,11 +363,9 @@ class OpenAIProvider:
     def _open_stream(self, request: ModelRequest) -> Callable[[], Any]:
         """What opens the SDK's stream for `request`: a post of the ready body, or `create` where the SDK
         cannot take one."""
-        from openai.types.chat import ChatCompletion
-
-        if self._options is None:
+        client, options = self._client, self._options
+        if options is None:
             params = self.request_params(request)
-            return lambda: self._client.chat.completions.create(**params)
-        body, options = self.request_body(request), self._options
-        return lambda: self._client.post("/chat/completions", content=body, cast_to=ChatCompletion, options=options,
-                                         stream=True, stream_cls=_keep_alive_stream())
+            return lambda: openai_sdk.create_stream(client, params)
+        body = self.request_body(request)
+        return lambda: openai_sdk.post_ready_body(client, body, options)

@@ -1,6 +1,6 @@
 """Model specs ("openai/gpt-4.1-mini", "anthropic/claude-sonnet-4-5", "ollama/llama3.1", ...) resolved to providers.
 
-The SDKs are imported only here, inside `resolve_model`, so importing agentos stays fast.
+The SDKs are imported only when a provider is made (inside its constructor), so importing agentos stays fast.
 """
 
 from __future__ import annotations
@@ -8,8 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from agentos.errors import ConfigError
+from agentos.providers.anthropic_provider import AnthropicProvider
 from agentos.providers.base import Provider
+from agentos.providers.demo import demo_provider
 from agentos.providers.models import LOCAL_FAMILIES, parse_spec
+from agentos.providers.openai_provider import OpenAIProvider
 
 
 def resolve_model(spec: str, *, context_window: int | None = None, **options: Any) -> Provider:
@@ -21,8 +24,6 @@ def resolve_model(spec: str, *, context_window: int | None = None, **options: An
     parsed = parse_spec(spec)
     if parsed.family == "scripted":
         if parsed.model == "demo":
-            from agentos.providers.demo import demo_provider
-
             provider = demo_provider()
             if context_window:
                 provider.context_window = context_window
@@ -32,11 +33,7 @@ def resolve_model(spec: str, *, context_window: int | None = None, **options: An
             f"provider=ScriptedProvider(...), or use scripted/demo."
         )
     if parsed.server.api == "anthropic":
-        from agentos.providers.anthropic_provider import AnthropicProvider
-
         return AnthropicProvider(parsed.model, base_url=parsed.base_url, context_window=context_window, **options)
-    from agentos.providers.openai_provider import OpenAIProvider
-
     compatible = OpenAIProvider(
         parsed.model, family=parsed.family, base_url=parsed.base_url, context_window=context_window, **options
     )

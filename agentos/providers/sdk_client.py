@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable, Iterator
-from importlib import import_module
 from typing import Any
 
+from agentos.config import api_key as configured_key
+from agentos.config import configured_timeout
 from agentos.errors import AuthenticationError
 from agentos.providers.base import ProviderEvent
 from agentos.providers.models import SERVERS
@@ -20,8 +20,6 @@ NO_KEY = "not-needed"  # local servers ignore the key; the SDKs insist on one
 
 def resolve_key(family: str, api_key: str | None) -> str:
     """The key to send: the one given, else the environment or config file; a clear error when one is required."""
-    from agentos.config import api_key as configured_key
-
     server = SERVERS[family]
     key = api_key or configured_key(family, server.key_variable)
     if key:
@@ -38,8 +36,6 @@ def default_timeout(read: float | None = None, connect: float | None = None) -> 
     """The SDK timeout: quick to connect, patient between streamed chunks. Each is the one given (an agent's
     setting), else the environment or config file (`configured_timeout`), else the default."""
     import httpx2
-
-    from agentos.config import configured_timeout
 
     read = read or configured_timeout("read") or READ_TIMEOUT
     connect = connect or configured_timeout("connect") or CONNECT_TIMEOUT
@@ -99,17 +95,3 @@ def read_to_end(events: Iterator[Any]) -> None:
     reader = threading.Thread(target=read, daemon=True, name="agentos-http-drain")
     reader.start()
     reader.join(DRAIN_WAIT)
-
-
-def ready_body_options(sdk: Any, client: Any, **wanted: Any) -> Any:
-    """The request options the SDK's own `create` passes (its auth scheme, tracing names), for posting a body
-    already encoded; None where this SDK version cannot post one (the caller then goes through `create`)."""
-    try:
-        make = import_module(f"{sdk.__name__}._base_client").make_request_options
-        post = inspect.signature(client.post).parameters
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return None
-    if "content" not in post:
-        return None
-    accepted = inspect.signature(make).parameters
-    return dict(make(**{key: value for key, value in wanted.items() if key in accepted}))

@@ -3,7 +3,7 @@
 The SDKs turn keyword arguments into a body on every call by walking every message (OpenAI's
 `maybe_transform`, Anthropic's `copy_tree`), which costs a fraction of a millisecond per message
 per call. A provider here encodes each message once (messages do not change once made), keeps
-the bytes on the message, and joins them; the SDK then sends the bytes as they are.
+the bytes in a cache of its own keyed by the message, and joins them; the SDK then sends the bytes as they are.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from agentos.message_cache import MessageCache
 from agentos.messages import Message
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -20,22 +21,6 @@ _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 def dumps(value: Any) -> bytes:
     """JSON as both SDKs write a body: UTF-8, no spaces, no NaN."""
     return _encoder.encode(value).encode("utf-8")
-
-
-def encoded(message: Message, form: str, encode: Callable[[Message], bytes]) -> bytes:
-    """`encode(message)`, computed once per message and wire form, then kept on the message.
-
-    A copy made with a changed content or tool calls (the pager's truncation) is encoded anew: the
-    kept bytes are tied to the very objects they were made from.
-    """
-    private = message.__pydantic_private__  # plain dict access: this runs for every message of every call
-    kept = private.get("_wire") if private is not None else None
-    if kept is not None and kept[0] == form and kept[1] is message.content and kept[2] is message.tool_calls:
-        return kept[3]
-    data = encode(message)
-    if private is not None:
-        private["_wire"] = (form, message.content, message.tool_calls, data)
-    return data
 
 
 def json_array(items: Iterable[bytes]) -> bytes:
@@ -48,20 +33,23 @@ def json_object(fields: Sequence[tuple[str, bytes]]) -> bytes:
     return b"{" + b",".join(dumps(key) + b":" + value for key, value in fields) + b"}"
 
 
-Items = Callable[[Sequence[Message], bool], Iterator[tuple[int, bytes]]]
+Encode = Callable[[Message], bytes]
+Items = Callable[[Sequence[Message], bool, Encode], Iterator[tuple[int, bytes]]]
 
 
 class EncodedSequence:
     """The JSON array items of a message sequence, remembered so that the next call's sequence (the same
     messages with more at the end) encodes only its tail.
 
-    `items(messages, first)` yields (index of the group's first message, encoded item) for each group of
-    messages that becomes one wire item; `first` says whether `messages` starts the sequence. A group only
-    ever grows at the end, so everything before the last group of the sequence kept is reused as it is.
+    `items(messages, first, encoded)` yields (index of the group's first message, encoded item) for each group
+    of messages that becomes one wire item; `first` says whether `messages` starts the sequence, and `encoded`
+    is `encode` of one message, kept per message (a copy with changed content or tool calls is encoded anew).
+    A group only ever grows at the end, so everything before the last group of the sequence kept is reused.
     """
 
-    def __init__(self, items: Items) -> None:
+    def __init__(self, items: Items, encode: Encode) -> None:
         self._items_of = items
+        self._encodings: MessageCache[bytes] = MessageCache(encode)
         self._seen: tuple[Message, ...] = ()
         self._items: list[bytes] = []
         self._starts: list[int] = []
@@ -71,9 +59,10 @@ class EncodedSequence:
         known = len(self._seen)
         if self._items and len(current) >= known and current[:known] == self._seen:  # identity first: cheap
             start, kept = self._starts[-1], len(self._items) - 1
-        else:
+        else:  # a new sequence, walked whole: the encodings kept are fitted to it
             start, kept = 0, 0
-        fresh = list(self._items_of(current[start:], kept == 0))
+            self._encodings = self._encodings.fitted(len(current))
+        fresh = list(self._items_of(current[start:], kept == 0, self._encodings.get))
         self._items = self._items[:kept] + [item for _, item in fresh]
         self._starts = self._starts[:kept] + [start + offset for offset, _ in fresh]
         self._seen = current

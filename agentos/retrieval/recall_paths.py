@@ -1,5 +1,6 @@
 """The ranked lists recall search fuses: keywords, the question's rewritten variants, meaning, time and the entity
-graph. Each path gives message ids best first; weighted reciprocal-rank fusion joins any number of them, so a path
+graph. Each path gives message ids best first (a retrieval.pipeline `RankedPath`: the generic ones are in
+retrieval.table_paths, recall's own below); weighted reciprocal-rank fusion joins any number of them, so a path
 that finds nothing costs nothing, and one that fails is left out.
 
 Paths (names used in settings and by the eval's ablation):
@@ -27,14 +28,20 @@ question, so they are off unless chosen.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from agentos.retrieval.search import MAX_CANDIDATES, VECTOR_CANDIDATES, date_clauses, fts_rows, nearest_rows, rrf
-from agentos.retrieval.turn_context import TurnOrder
+from agentos.retrieval.pipeline import Ranked
+from agentos.retrieval.search import MAX_CANDIDATES, date_clauses, fts_rows
+from agentos.retrieval.table_paths import together
+from agentos.retrieval.temporal.questions import asks_when
+from agentos.retrieval.temporal.resolver import resolve_time, without_time
+from agentos.storage.reads import Read
+
+log = logging.getLogger(__name__)
 
 PATHS = ("keyword", "speakers", "neighbours", "time", "exchange", "variants", "graph", "facts", "vector", "rewrite", "rerank",
          "cross")
@@ -54,33 +61,6 @@ DEFAULT_WEIGHTS = {"keyword": 1.0, "exchange": 0.5, "variants": 0.5, "vector": 0
 
 
 @dataclass
-class Lists:
-    """Ranked id lists by path, and the rows already read for some of the ids."""
-
-    ranked: dict[str, list[str]] = field(default_factory=dict)
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    capped: bool = False
-    order: TurnOrder | None = None  # the turns in order, when the fused scores spread to neighbours
-
-    def add(self, path: str, rows: Sequence[dict[str, Any]] | None, *, keep_rows: bool = True) -> None:
-        if rows is None:
-            return
-        self.ranked[path] = [r["id"] for r in rows]
-        if keep_rows:
-            for r in rows:
-                self.rows.setdefault(r["id"], r)
-
-    def fused(self, weights: dict[str, float]) -> list[tuple[str, float]]:
-        paths = [p for p in PATHS if p in self.ranked]
-        return rrf([self.ranked[p] for p in paths], [weights.get(p, 1.0) for p in paths])
-
-
-def variant_reads(handle: Any, queries: Sequence[str], where: str, columns: Sequence[str]) -> list[Any]:
-    """BM25 reads of a question's variants or rewrites, to gather with the others."""
-    return [fts_rows(handle, q, "search_text", where, MAX_CANDIDATES, columns) for q in queries]
-
-
-@dataclass
 class TimeReads:
     """What the time path read for a question that names a time: BM25 within its range, and near it."""
 
@@ -92,8 +72,6 @@ class TimeReads:
 async def time_read(handle: Any, question: str, where: str, now: datetime, columns: Sequence[str]) -> TimeReads | None:
     """For a question that names a time: BM25 within that range, and within TOLD_WITHIN either side of it (ranked by
     `time_ranked` once read); None for a question without a time. `columns` must hold content and created_at."""
-    from agentos.retrieval.temporal import resolve_time, without_time
-
     hint = resolve_time(question, now)
     if hint is None:
         return None
@@ -101,15 +79,8 @@ async def time_read(handle: Any, question: str, where: str, now: datetime, colum
     reach = max(TOLD_WITHIN, hint.end - hint.start)
     inside = date_clauses("created_at", hint.start, hint.end)
     near = [*date_clauses("created_at", hint.start - reach, hint.end + reach), f"NOT ({' AND '.join(inside)})"]
-    tasks = [asyncio.ensure_future(fts_rows(handle, words, "search_text", " AND ".join([where, *clauses]),
-                                            MAX_CANDIDATES, columns)) for clauses in (inside, near)]
-    try:
-        within, around = await asyncio.gather(*tasks)
-    except BaseException:  # the other is cancelled, and the error itself raised (not an ExceptionGroup)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    within, around = await together([fts_rows(handle, words, "search_text", " AND ".join([where, *clauses]),
+                                              MAX_CANDIDATES, columns) for clauses in (inside, near)])
     return TimeReads(hint, within, around)
 
 
@@ -127,23 +98,15 @@ def time_ranked(reads: TimeReads) -> list[dict[str, Any]]:
 def told_time(row: dict[str, Any]) -> Any | None:
     """The time a turn's words place what it tells ("last month", "on May 8"), resolved against when it was said;
     None when they name none. Only its first TOLD_CHARS are read: parsing costs about 3 µs a character."""
-    from agentos.retrieval.temporal import resolve_time
-
     return resolve_time(row["content"][:TOLD_CHARS], row["created_at"]) if row.get("content") else None
 
 
 def dated_ids(question: str, rows: Sequence[dict[str, Any]]) -> list[str] | None:
     """For a question that asks when: the keyword hits that say when something happened (a temporal expression
     that resolves against the message's own time), in their keyword order; None for other questions."""
-    from agentos.retrieval.temporal import asks_when
-
     if not asks_when(question):
         return None
     return [r["id"] for r in rows if told_time(r) is not None]
-
-
-def vector_read(handle: Any, vector: list[float] | None, where: str | None) -> Any | None:
-    return None if handle is None or vector is None else nearest_rows(handle, vector, where, VECTOR_CANDIDATES)
 
 
 def chosen_paths(paths: Collection[str] | None, defaults: Collection[str]) -> set[str]:
@@ -153,3 +116,59 @@ def chosen_paths(paths: Collection[str] | None, defaults: Collection[str]) -> se
     if unknown:
         raise ValueError(f"unknown search path(s) {', '.join(sorted(unknown))}: use {', '.join(PATHS)}")
     return chosen
+
+
+@dataclass(frozen=True)
+class TimePath:
+    """The time path: for a question that names a time, the turns said in it or telling of it (`time_read`,
+    `time_ranked`); for one that asks when, the keyword matches that say when (`dated_ids`)."""
+
+    weight: float
+    handle: Any
+    question: str
+    where: str
+    now: datetime
+    columns: Sequence[str]
+    name: str = "time"
+
+    def read(self) -> Read:
+        return time_read(self.handle, self.question, self.where, self.now, self.columns)
+
+    def rank(self, found: TimeReads | None, before: Mapping[str, Ranked]) -> Ranked | None:
+        if found is not None:
+            rows = time_ranked(found)
+            return Ranked([r["id"] for r in rows], rows)
+        keyword = before.get("keyword")
+        dated = dated_ids(self.question, keyword.rows) if keyword is not None and keyword.rows else None
+        return Ranked(dated) if dated else None
+
+
+class MessageRanker(Protocol):
+    """A tier that ranks messages for a query (the entity graph, fact memory)."""
+
+    name: str
+
+    def ranked_messages(self, query: str, limit: int) -> list[str] | None: ...
+
+
+@dataclass(frozen=True)
+class RankerPath:
+    """A tier's ranked messages as a path (graph, facts): it reads through its own tier, on the caller's thread; when
+    it fails or finds nothing it is left out."""
+
+    name: str
+    weight: float
+    ranker: MessageRanker
+    query: str
+    limit: int = MAX_CANDIDATES
+
+    def read(self) -> None:
+        return None
+
+    def rank(self, found: None, before: Mapping[str, Ranked]) -> Ranked | None:
+        try:
+            ranked = self.ranker.ranked_messages(self.query, self.limit)
+        except Exception as exc:  # noqa: BLE001 - a failing path is left out; search still answers
+            log.warning("%s search left out: %s", self.name, exc)
+            return None
+        return Ranked(list(ranked)) if ranked else None

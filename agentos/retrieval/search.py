@@ -1,18 +1,18 @@
-"""Shared search plumbing: validated filters, reciprocal-rank fusion, pages of results."""
+"""Shared search plumbing: validated filters, keyword and vector reads, reciprocal-rank fusion."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from datetime import datetime
 from typing import Any
 
 from agentos.errors import EmbedderError, ToolError
-from agentos.storage.db import quote
+from agentos.storage.filters import quote
 from agentos.storage.reads import Read
 from agentos.storage.vector_index import tune
+from agentos.times import as_utc
 
 PAGE_SIZE = 5
 # Reciprocal-rank fusion: rank-based, so it needs no calibration between BM25 scores and any
@@ -34,69 +34,6 @@ TEXT_LIMIT = 600  # characters of one result shown to the model
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
 
 
-@dataclass
-class Hit:
-    """One search result."""
-
-    id: str
-    text: str
-    created_at: datetime
-    role: str | None = None
-    tags: list[str] = field(default_factory=list)
-    score: float = 0.0
-
-
-@dataclass
-class Page:
-    """One page of ranked results with the true total."""
-
-    hits: list[Hit]
-    total: int
-    page: int
-    page_size: int
-    capped: bool = False
-    note: str | None = None  # e.g. why meaning-based ranking was left out
-
-    @property
-    def pages(self) -> int:
-        return max(1, math.ceil(self.total / self.page_size)) if self.page_size else 1
-
-
-def parse_date(value: str | None, what: str, *, end: bool = False) -> datetime | None:
-    """`YYYY-MM-DD` or an ISO date-time, as aware UTC; a date-only end bound covers the whole day."""
-    if value is None or not str(value).strip():
-        return None
-    text = str(value).strip()
-    if len(text) > 40:
-        raise ToolError(f"{what} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM.")
-    try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            day = date.fromisoformat(text)
-            return datetime.combine(day, time.max if end else time(), UTC)
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ToolError(f"{what} {text!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM.") from None
-    try:
-        return as_utc(moment)
-    except OverflowError:  # an offset that moves it past year 1 or 9999
-        raise ToolError(f"{what} {text!r} is out of range: use a date between 0001-01-02 and 9999-12-30.") from None
-
-
-def date_range(start_date: str | None, end_date: str | None,
-               names: tuple[str, str] = ("start_date", "end_date")) -> tuple[datetime | None, datetime | None]:
-    """The bounds of a date search; errors name the bounds as the caller calls them (`names`)."""
-    start = parse_date(start_date, names[0])
-    end = parse_date(end_date, names[1], end=True)
-    if start and end and start > end:
-        raise ToolError(f"{names[0]} is after {names[1]}.")
-    return start, end
-
-
-def as_utc(moment: datetime) -> datetime:
-    """An aware UTC datetime; a naive one is taken as UTC, as storage takes it."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
 def timestamp_literal(moment: datetime) -> str:
     """A LanceDB timestamp literal from a datetime we parsed (never raw model text)."""
     utc = as_utc(moment)
@@ -104,6 +41,7 @@ def timestamp_literal(moment: datetime) -> str:
 
 
 def date_clauses(column: str, start: datetime | None, end: datetime | None) -> list[str]:
+    """LanceDB filter clauses keeping rows whose `column` lies within the inclusive bounds (None: no bound)."""
     clauses = []
     if start:
         clauses.append(f"{column} >= {timestamp_literal(start)}")
@@ -152,11 +90,6 @@ def rrf(rankings: Sequence[Sequence[str]], weights: Sequence[float] = (), k: int
         for rank, key in enumerate(ranking):
             scores[key] = scores.get(key, 0.0) + weight / (k + rank + 1)
     return sorted(scores.items(), key=lambda kv: -kv[1])
-
-
-def fuse(keyword: Sequence[str], nearest: Sequence[str] | None) -> list[tuple[str, float]]:
-    """The hybrid ranking: BM25 matches and nearest vectors (None in BM25-only mode), fused by reciprocal rank."""
-    return rrf([keyword] if nearest is None else [keyword, nearest], weights=(1.0, VECTOR_WEIGHT))
 
 
 def kept_share(table: Any, where: str | None) -> float | None:
@@ -240,25 +173,3 @@ def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | N
 def shorten(text: str, limit: int = TEXT_LIMIT) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit].rstrip() + f" [... {len(text) - limit:,} more characters]"
-
-
-def format_page(page: Page, what: str, query: str) -> str:
-    """The text the model sees: a header with true totals, then one line per result."""
-    note = f"\n{page.note}" if page.note else ""
-    if page.total == 0:
-        return f"No {what} found" + (f" for {query!r}." if query else ".") + note
-    first = page.page * page.page_size
-    if not page.hits:
-        return f"Page {page.page} is past the end: {page.total} {what}, {page.pages} page(s) (pages start at 0)." + note
-    more = "+" if page.capped else ""
-    head = (
-        f"Showing {what} {first + 1}-{first + len(page.hits)} of {page.total}{more} "
-        f"(page {page.page} of {page.pages}{more}; pages start at 0)."
-    )
-    lines = [head + note]
-    for hit in page.hits:
-        when = hit.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        label = hit.role or ("id " + hit.id)
-        tags = f" [tags: {', '.join(hit.tags)}]" if hit.tags else ""
-        lines.append(f"- [{when}] {label}{tags}: {shorten(hit.text)}")
-    return "\n".join(lines)

@@ -18,7 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agentos.retrieval.search import MAX_CANDIDATES, as_utc
+from agentos.retrieval.query import content_words
+from agentos.retrieval.search import MAX_CANDIDATES
+from agentos.times import as_utc
 
 SPEAKER_BOOST = 1.0
 FOLLOWING = (0.4, 0.2, 0.1)  # the share of a turn's score that the 1st, 2nd and 3rd turns after it receive
@@ -28,8 +30,6 @@ PRECEDING = (0.2, 0.1)  # the share that the turns before it receive
 def named_speakers(query: str, speakers: Collection[str]) -> tuple[set[str], str]:
     """The speakers a query names (capitalised, with or without a possessive 's) and the query without them; the
     names stay in it when nothing else would be left to match ("Who is Sam?")."""
-    from agentos.retrieval.query import content_words
-
     if not speakers:
         return set(), query
     named: set[str] = set()

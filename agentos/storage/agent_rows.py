@@ -25,8 +25,10 @@ from agentos.errors import (
     StorageError,
 )
 from agentos.messages import utc_now
-from agentos.storage.db import CONFLICT_RETRIES, Database, quote, retry_conflicts, storage_errors
+from agentos.storage.db import Database
 from agentos.storage.directory import Directory
+from agentos.storage.failures import CONFLICT_RETRIES, retry_conflicts, storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.lease import Holder, Lease
 from agentos.storage.schemas import STATE, state_table_name
 

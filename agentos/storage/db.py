@@ -1,26 +1,27 @@
-"""The LanceDB connection: opening tables, schema versions, bounded caches, clear I/O errors."""
+"""The LanceDB connection: opening tables (created, upgraded or restored as needed), bounded caches, writes."""
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from agentos.errors import AgentOSError, DamagedStoreError, StorageError
+from agentos.errors import DamagedStoreError, StorageError
+from agentos.storage.failures import retry_conflicts, storage_errors
+from agentos.storage.indexes import INDEXES, ensure_indexes
 from agentos.storage.migrations import upgrade
 from agentos.storage.reads import Reads
+from agentos.storage.rewrites import SWAP_SUFFIX, replace_table, restore_interrupted_swap
 from agentos.storage.schemas import TABLES, schema_version
 from agentos.storage.vector_index import ensure_vector_index
+from agentos.storage.versions import lost_versions
+from agentos.storage.wear import Wear, table_wear
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
@@ -32,141 +33,6 @@ INDEX_CACHE_BYTES = 256 * 1024 * 1024
 # re-rank) about twice as fast as the newer default: taking 5 rows' text, tags and created_at out
 # of 1M passages took 3.4 ms instead of 8.7 ms. Tables written in another format keep working.
 DATA_STORAGE_VERSION = "2.1"
-
-
-def quote(value: str) -> str:
-    """A SQL string literal for a LanceDB filter: single quotes doubled, NULs refused."""
-    if "\x00" in value:
-        raise ValueError("filter values cannot contain NUL characters")
-    return "'" + value.replace("'", "''") + "'"
-
-
-DAMAGE_SIGNS = ("Invalid range", "file size is too small", "magic number does not match", "Encountered corrupt file",
-                "Unexpected EOF", "Not found: ")
-
-
-def damaged_file(text: str) -> str | None:
-    """What a Lance I/O error says about a damaged file of the store, or None when it is not about one."""
-    if not any(sign in text for sign in DAMAGE_SIGNS) or "lance" not in text.lower():
-        return None
-    if "Not found: " in text and ".lance" in text:
-        return "a file of the store is missing"
-    if "Not found: " in text:
-        return None  # a table or version that does not exist: not damage
-    return "a file of the store is cut short or corrupt"
-
-
-@contextmanager
-def storage_errors(action: str) -> Iterator[None]:
-    """Turn low-level I/O failures into one clear StorageError."""
-    try:
-        yield
-    except AgentOSError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise StorageError(f"could not {action}: the disk is full. Free some space and try again.") from exc
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise StorageError(f"could not {action}: permission denied ({exc}).") from exc
-        raise StorageError(f"could not {action}: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - LanceDB raises plain RuntimeError/ValueError for I/O
-        text = str(exc)
-        if "No space left" in text:
-            raise StorageError(f"could not {action}: the disk is full. Free some space and try again.") from exc
-        damage = damaged_file(text)
-        if damage:
-            raise DamagedStoreError(f"could not {action}: {damage}. Run `agentos doctor` to see what is affected, "
-                                    f"and `agentos doctor --repair` to rebuild it from what can be read.") from exc
-        raise StorageError(f"could not {action}: {text.splitlines()[0] if text else type(exc).__name__}") from exc
-
-
-CONFLICT_RETRIES = 5
-
-
-def retry_conflicts(action: str, run: Callable[[], Any], before_retry: Callable[[], Any] | None = None) -> Any:
-    """Run a commit, again when LanceDB reports a commit conflict it could not resolve by itself (another writer,
-    or a compaction in another process, committed first); `before_retry` catches up with what that one did."""
-    for attempt in range(CONFLICT_RETRIES):
-        try:
-            with storage_errors(action):
-                return run()
-        except Exception as exc:  # noqa: BLE001 - only commit conflicts are retried
-            if "commit conflict" not in str(exc).lower() or attempt == CONFLICT_RETRIES - 1:
-                raise
-            if before_retry is not None:
-                before_retry()
-    return None  # pragma: no cover - the loop always returns or raises
-
-
-# column -> index kind, for the shared tables; a tier's own tables name theirs when they are opened
-INDEXES: dict[str, dict[str, str]] = {
-    "messages": {"search_text": "fts", "id": "btree", "agent_id": "btree", "seq": "btree"},
-}
-
-
-def ensure_indexes(table: Any, wanted: dict[str, str]) -> None:
-    """Create missing BM25, B-tree and label-list indexes; rows added later are found at once, then folded in
-    by optimize(). A label list serves `array_has_any` on tags (a 1M-row tag filter: 100 ms without it)."""
-    from lancedb.index import FTS, BTree, LabelList
-
-    configs = {"fts": FTS, "btree": BTree, "labellist": LabelList}
-    have = {tuple(idx.columns) for idx in table.list_indices()}
-    for column, kind in wanted.items():
-        if (column,) not in have:
-            table.create_index(column, config=configs[kind](), replace=True)
-
-
-SWAP_SUFFIX = "__swap"  # a full copy written before a table is replaced (see `replace_table`)
-
-
-def delete_ids(db: Database, name: str, ids: Sequence[str], what: str) -> None:
-    """Delete the rows of table `name` whose id is in `ids`, if the table exists (`what`: for the error)."""
-    table = db.existing(name) if ids else None
-    if table is None:
-        return
-    with storage_errors(what):
-        db.check_writable(name)
-        table.checkout_latest()
-        for start in range(0, len(ids), 500):
-            table.delete(f"id IN ({', '.join(quote(i) for i in ids[start : start + 500])})")
-
-
-def replace_table(db: Database, name: str, schema: pa.Schema, data: pa.Table) -> None:
-    """Replace a table's contents, crash-safe: a full copy is committed first and removed last, and
-    opening the table restores from the copy if a crash cut the swap short."""
-    backup = name + SWAP_SUFFIX
-    db.drop(backup)
-    with storage_errors(f"replace table {name!r}"):  # raw tables: no indexes on the copy, no restore mid-swap
-        db.connection.create_table(backup, schema=schema).add(data)
-        db.drop(name)
-        db.connection.create_table(name, schema=schema).add(data)
-    db.drop(backup)
-
-
-def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
-    """Finish what a crash in `replace_table` left: restore the table from its copy, or drop a stale copy."""
-    copy = conn.open_table(name + SWAP_SUFFIX)
-    wanted = copy.count_rows()
-    try:
-        current = conn.open_table(name).count_rows() if name in names else None
-    except Exception:  # noqa: BLE001 - half dropped: as good as gone
-        current = None
-    if wanted and (current is None or current < wanted):  # the swap was cut after the old table was dropped
-        if name in names:
-            conn.drop_table(name)
-        restored = conn.create_table(name, schema=copy.schema)
-        restored.add(copy.to_arrow())
-    conn.drop_table(name + SWAP_SUFFIX)
-
-
-@dataclass(frozen=True)
-class Wear:
-    """What a table's commits have left since its last compaction: small fragments (each slows a scan and a
-    search), and versions kept on disk with the age of the oldest (what a cleanup would remove)."""
-
-    small_fragments: int
-    versions: int
-    oldest_version_age_s: float
 
 
 LEFTOVER_AGE_S = 60.0  # an empty table folder this old is no other process's create in progress
@@ -311,7 +177,7 @@ class Database:
     def _migrate(self, name: str, table: Any, found: int, schema: pa.Schema) -> Any:
         """Upgrade a table written by an older agentos to `schema`, crash-safe (see `replace_table`)."""
         try:
-            upgraded = upgrade(self, name, table.to_arrow(), found, schema_version(schema))
+            upgraded = upgrade(self.create, name, table.to_arrow(), found, schema_version(schema))
         except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:  # rows that are not what that version wrote
             raise StorageError(
                 f"table {name!r} in {self.uri} has schema version {found}, but its rows do not match that version, "
@@ -391,16 +257,8 @@ class Database:
             handle = self._handle(name)
             if handle is None:
                 return None
-            handle.checkout_latest()
-            small = int(handle.stats()["fragment_stats"]["num_small_fragments"])
-            folder = Path(self.uri) / f"{name}.lance" / "_versions"
-            if "://" not in self.uri and folder.is_dir():  # local: the manifests are files; listing them is cheap
-                times = [entry.stat().st_mtime for entry in os.scandir(folder) if entry.name.endswith(".manifest")]
-                oldest = min(times, default=time.time())
-            else:
-                stamps = [v["timestamp"].timestamp() for v in handle.list_versions()]
-                times, oldest = stamps, min(stamps, default=time.time())
-            return Wear(small, len(times), max(0.0, time.time() - oldest))
+            local = "://" not in self.uri  # local: the manifests are files; listing them is cheap
+            return table_wear(handle, Path(self.uri) / f"{name}.lance" / "_versions" if local else None)
 
     def check_writable(self, name: str) -> None:
         """Refuse to write table `name` while its newest committed versions are missing (their manifests lost):
@@ -408,8 +266,6 @@ class Database:
         and process (a listing of a local table's manifests); object stores are not checked."""
         if name in self._checked or "://" in self.uri:
             return
-        from agentos.storage.versions import lost_versions
-
         lost = lost_versions(str(Path(self.uri) / f"{name}.lance"))
         if lost:
             raise DamagedStoreError(

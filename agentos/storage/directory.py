@@ -12,7 +12,9 @@ import json
 from collections.abc import Callable
 
 from agentos.errors import StorageError
-from agentos.storage.db import Database, quote, storage_errors
+from agentos.storage.db import Database
+from agentos.storage.failures import storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.migrations import ROW_ID
 
 RETRIES = 20  # compare-and-set rounds lost to other processes changing the directory at the same moment

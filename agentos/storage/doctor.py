@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from agentos.errors import AgentBusyError, AgentOSError, StorageError
 from agentos.messages import utc_now
-from agentos.storage.db import SWAP_SUFFIX, replace_table
+from agentos.storage.lease import Lease
+from agentos.storage.rewrites import SWAP_SUFFIX, replace_table
 from agentos.storage.salvage import TableScan, scan
 from agentos.storage.store import Store
 
@@ -284,8 +285,6 @@ def _drop_folder_if_unopenable(db: Any, name: str, folder: Path) -> None:
 def _record_losses(store: Store, checkup: Checkup) -> None:
     """Write each agent's count of lost messages into its state (as a new revision), so a load warns only of new
     losses."""
-    from agentos.storage.lease import Lease
-
     for gone in examine(store).missing:
         lease = Lease(agent_id="", name=gone.name)
         try:

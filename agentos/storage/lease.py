@@ -22,6 +22,7 @@ from pathlib import Path
 
 from agentos.errors import LeaseLostError
 from agentos.messages import utc_now
+from agentos.times import iso_moment
 
 LEASE_SECONDS = 60.0  # how long a lease lasts without renewal; a holder on this host that died is seen at once
 RENEW_SECONDS = 20.0  # a held lease not renewed by a write for this long is renewed by the keeper
@@ -89,9 +90,9 @@ class Holder:
         try:
             data = json.loads(text)
             return cls(command=str(data["command"]), pid=int(data["pid"]), host=str(data["host"]),
-                       since=datetime.fromisoformat(data["since"]), process_start=data.get("process_start"),
+                       since=iso_moment(data["since"]), process_start=data.get("process_start"),
                        machine=data.get("machine"))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, OverflowError, KeyError, TypeError):
             return None
 
     def _here(self) -> bool:

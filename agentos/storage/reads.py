@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -57,15 +57,18 @@ class Reads:
         """Run the reads at once and return their results in order (a None read gives None). When one
         fails, the others are cancelled and its error is raised."""
 
-        async def together() -> list[Any]:
-            tasks = [asyncio.ensure_future(read) for read in reads if read is not None]
-            try:
-                return list(await asyncio.gather(*tasks))
-            except BaseException:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
-
-        done = iter(self._submit(together()).result())
+        done = iter(self._submit(together([read for read in reads if read is not None])).result())
         return [None if read is None else next(done) for read in reads]
+
+
+async def together(reads: Sequence[Read]) -> list[Any]:
+    """The reads' results, run at once; when one fails the others are cancelled and its error raised (not an
+    ExceptionGroup)."""
+    tasks = [asyncio.ensure_future(read) for read in reads]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

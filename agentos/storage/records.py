@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 from agentos.blocks import MemoryEdit
@@ -25,13 +26,30 @@ def message_row(agent_id: str, seq: int, message: Message) -> dict[str, Any]:
     }
 
 
+SEARCH_TEXTS_KEPT = 4096  # messages whose search text is kept: a save's rows and its tiers' rows share it
+
+_search_texts: OrderedDict[tuple[str, str], str | None] = OrderedDict()  # by (message id, content)
+
+
 def search_text(message: Message) -> str | None:
     """What recall's BM25 indexes: the date, speaker and text of user and assistant speech; never tool traffic.
 
-    The date words let "what did we say in May 2024" match (and lift LoCoMo hit@10 by ~0.02).
-    """
-    return search_text_of({"role": message.role, "created_at": message.created_at, "name": message.name,
+    The date words let "what did we say in May 2024" match (and lift LoCoMo hit@10 by ~0.02). Worked out once
+    per message (kept by id and content), however many tiers ask."""
+    key = (message.id, message.content)
+    if key in _search_texts:
+        return _search_texts[key]
+    text = search_text_of({"role": message.role, "created_at": message.created_at, "name": message.name,
                            "content": message.content})
+    _search_texts[key] = text
+    if len(_search_texts) > SEARCH_TEXTS_KEPT:
+        _search_texts.popitem(last=False)
+    return text
+
+
+def is_speech(message: Message) -> bool:
+    """Whether a message is what people said (user and assistant text), the part of a conversation recall keeps."""
+    return message.role in ("user", "assistant") and bool(message.content.strip())
 
 
 def search_text_of(row: dict[str, Any]) -> str | None:
@@ -67,6 +85,6 @@ def row_edit(row: dict[str, Any]) -> MemoryEdit:
 
 def embed_text(message: Message) -> str | None:
     """What recall embeds: speaker and text (no date words, which blur short turns together)."""
-    if search_text(message) is None:
+    if not is_speech(message):
         return None
     return f"{message.name}: {message.content}" if message.name else message.content

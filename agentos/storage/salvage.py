@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from agentos.storage.db import DAMAGE_SIGNS
+from agentos.storage.failures import DAMAGE_SIGNS
 from agentos.storage.versions import lost_versions, manifests
 
 

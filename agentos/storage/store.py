@@ -22,12 +22,17 @@ from agentos.blocks import MemoryEdit
 from agentos.errors import AgentDeletedError, AgentExistsError, DamagedStoreError, LeaseLostError, StorageError
 from agentos.messages import Message
 from agentos.storage.agent_rows import AgentRow, AgentRows
-from agentos.storage.db import SWAP_SUFFIX, Database, quote, storage_errors
+from agentos.storage.db import Database
+from agentos.storage.failures import storage_errors
+from agentos.storage.filters import quote
 from agentos.storage.lease import Lease
 from agentos.storage.lease_keeper import LeaseKeeper
 from agentos.storage.maintenance import Maintenance
 from agentos.storage.records import edit_row, message_row, row_edit, row_message
+from agentos.storage.rewrites import SWAP_SUFFIX
+from agentos.storage.salvage import describe_damage, open_newest_readable, orphan_rows, read_fragments, table_path
 from agentos.storage.schemas import TABLES, restore_points_table_name, state_table_name
+from agentos.storage.versions import lost_versions
 
 Rows = Any  # a list of row dicts, or a pyarrow Table
 
@@ -227,8 +232,6 @@ class Store:
     def lost_state(self, agent_id: str, rev: int) -> int | None:
         """The revision of a state of this agent newer than `rev` that only an unreferenced data file of its state
         table holds (its manifest was lost), or None. Local databases only; elsewhere None."""
-        from agentos.storage.salvage import lost_versions, open_newest_readable, orphan_rows, table_path
-
         if "://" in self.db.uri:
             return None
         path = table_path(self.db.uri, state_table_name(agent_id))
@@ -243,8 +246,6 @@ class Store:
 
     def lost_versions(self, table: str) -> int:
         """How many newest versions of a local table lost their manifest (see `salvage.lost_versions`)."""
-        from agentos.storage.salvage import lost_versions, table_path
-
         return 0 if "://" in self.db.uri else lost_versions(table_path(self.db.uri, table))
 
     def discard_messages(self, agent_id: str, ids: list[str]) -> None:
@@ -321,8 +322,6 @@ class Store:
                  error: StorageError) -> list[dict[str, Any]]:
         """The rows a failed read wanted that the table's readable fragments hold, the damage noted in `damage`;
         the original error when the table has no damage a fragment-wise read gets around."""
-        from agentos.storage.salvage import describe_damage, open_newest_readable, read_fragments, table_path
-
         try:
             dataset, skipped = open_newest_readable(table_path(self.db.uri, table), self.db.storage_options)
             rows, bad = read_fragments(dataset, where, columns)

@@ -8,38 +8,20 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentos.errors import ToolDefinitionError
 from agentos.tools.context import ToolContext
 
-_ARG_LINE = re.compile(r"^\s{2,}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?)\s*:\s*$")
-
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into (description, {parameter: description})."""
-    lines = inspect.cleandoc(doc or "").splitlines()
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    for line in lines:
-        header = _SECTION.match(line)
-        if header:
-            section = header.group(1).lower()
-            current = None
-            continue
-        if section is None:
-            description.append(line)
-        elif section in ("args", "arguments", "parameters"):
-            match = _ARG_LINE.match(line)
-            if match:
-                current = match.group(1).lstrip("*")
-                params[current] = match.group(2).strip()
-            elif current and line.strip():
-                params[current] = f"{params[current]} {line.strip()}".strip()
-    return "\n".join(description).strip(), params
+    """Split a Google-style docstring into (description, {parameter: description}), by docstring_parser; a
+    parameter's description is one line however many it was written on."""
+    parsed = docstring_parser.parse(doc or "", style=docstring_parser.DocstringStyle.GOOGLE)
+    parts = [p for p in (parsed.short_description, parsed.long_description) if p]
+    description = ("\n\n" if parsed.blank_after_short_description else "\n").join(parts)
+    return description, {p.arg_name.lstrip("*"): " ".join((p.description or "").split()) for p in parsed.params}
 
 
 def _is_context_param(annotation: Any) -> bool:

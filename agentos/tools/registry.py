@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -79,8 +80,6 @@ class ToolRegistry:
     def unknown_tool(self, name: str, context: ToolContext | None = None) -> str:
         """The error for a call of a tool that does not exist: the tools that do, and an example call; a memory
         block's label named as if it were a tool gets the calls that edit that block."""
-        import difflib
-
         available = ", ".join(sorted(self.tools)) or "none"
         try:
             is_block = context is not None and bool(context.memory.block(name))

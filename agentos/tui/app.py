@@ -3,58 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from textual import work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, Input
-from textual.worker import get_current_worker
 
-from agentos.commands import Outcome, help_text, run_command
-from agentos.events import (
-    MemoryEdited,
-    MessagesEvicted,
-    Notice,
-    ReplyIncomplete,
-    Retrying,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnFailed,
-    UsageReported,
-)
-from agentos.formatting import (
-    describe_eviction,
-    describe_failure,
-    describe_incomplete,
-    describe_retry,
-    ends_session,
-)
-from agentos.tui.conversation import Conversation, Reply, ToolCallView
+from agentos.agent.agent import Agent
+from agentos.commands.console import Outcome
+from agentos.commands.slash import help_text, run_command, runs_long
+from agentos.events import Event
+from agentos.presenter import is_fact_news, present
+from agentos.tui.conversation import Conversation
+from agentos.tui.dialogs import Creator, Opener, create_agent, open_agent
 from agentos.tui.diff import changed_chars
-from agentos.tui.fact_news import FactNews
+from agentos.tui.facts import FactsSection
 from agentos.tui.memory import BlockView, MemoryPanel
-from agentos.tui.messages import AgentEvent, JobEnded, StatusChanged, TurnEnded, TurnError
-from agentos.tui.screens import (
-    AskScreen,
-    BlockHistoryScreen,
-    EditBlockScreen,
-    NewAgent,
-    NewAgentScreen,
-    PickerScreen,
-    SearchResult,
-    SearchScreen,
-    TextScreen,
-)
+from agentos.tui.messages import AgentEvent, FactsRead, NewsArrived
+from agentos.tui.news import NewsThread
+from agentos.tui.palette import palette_entries
+from agentos.tui.screens import TextScreen
 from agentos.tui.status import StatusBar, StatusInfo, take_status
+from agentos.tui.turns import TurnRunner
+from agentos.tui.view import ConversationView
 
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
@@ -71,31 +48,13 @@ KEYS = """Keys:
 HELP = help_text(KEYS)
 
 QUIT_WAIT_SECONDS = 10.0
-THINKING = "thinking… (Esc cancels)"
-CANCEL_SECONDS = 0.4  # after Escape, how long a model call has to reach its next event before the screen lets go
-SLOW_COMMANDS = {"/summarize"}  # commands that call the model: run in a worker, so the screen never freezes
-SPIN_SECONDS = 0.1
 TOUR_HINT = ("Guided tour: press Enter to send each suggested message and watch the memory pane, or type your own "
              "at any time. ({left} steps)")
 
-Opener = Callable[[str], "Agent"]
-Creator = Callable[[NewAgent], "Agent"]
 
-
-def open_agent(name: str) -> Agent:
-    from agentos.agent.agent import Agent
-
-    return Agent.load(name)
-
-
-def create_agent(spec: NewAgent) -> Agent:
-    from agentos.agent.agent import Agent
-
-    return Agent.create(spec.name, model=spec.model or None, persona=spec.persona or None, human=spec.human or None)
-
-
-class AgentApp(FactNews):
-    """Chat with an agent; each turn runs in a thread worker that posts its events here."""
+class AgentApp(TurnRunner):
+    """Chat with an agent; each turn runs in a thread worker that posts its events here, and a news thread posts
+    what happens between turns; the presenter shows both."""
 
     TITLE = "agentos"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
@@ -147,11 +106,11 @@ class AgentApp(FactNews):
         self.closed = False
         self.quitting = False
         self.ended: str | None = None
+        self.view = ConversationView(self)
+        self.facts = FactsSection(self, lambda: self.memory_panel)
+        self.news: NewsThread | None = None
         self._cancel = threading.Event()
-        self._reply: Reply | None = None
-        self._tools: dict[str, ToolCallView] = {}
         self._spinner: Any = None
-        self._retry_line: Any = None
         self._touring = bool(self.tour)  # a guided tour is running (it says when it is over)
         self._found: dict[str, Any] = {}  # the last search's hits by id
         self._idle = threading.Event()  # no worker has the agent
@@ -190,7 +149,14 @@ class AgentApp(FactNews):
             self.conversation.add(TOUR_HINT.format(left=len(self.tour)), classes="info")
             self.query_one("#prompt", Input).value = self.tour[0]
         self.refresh_status()
-        self.watch_facts(refresh=True)
+        self.follow_news()
+        self.facts.check(agent, refresh=True)
+
+    def follow_news(self) -> None:
+        """Take the shown agent's background news on a thread of its own (the last agent's thread stops)."""
+        if self.news is not None:
+            self.news.stop()
+        self.news = NewsThread(self, self.agent).start()
 
     @property
     def conversation(self) -> Conversation:
@@ -259,7 +225,7 @@ class AgentApp(FactNews):
 
     def command(self, line: str) -> None:
         """Run a slash command, as in the line REPL (one that may call the model runs in a worker)."""
-        if line.split()[0].lower() in SLOW_COMMANDS and not self.in_use:
+        if runs_long(line) and not self.in_use:
             self.run_job("summarizing… (the model writes the summary)",
                          lambda: run_command(self.agent, line, keys=KEYS), self.after_command)
             return
@@ -285,142 +251,35 @@ class AgentApp(FactNews):
             self.notify(outcome.lines[-1][0].split(". ")[0], severity="error")
         self.refresh_status()
 
-    # -- the turn ----------------------------------------------------------------------------
-
-    def begin_busy(self, activity: str) -> None:
-        """The agent is in a worker's hands (a turn or a job): the spinner runs until `end_busy`."""
-        self.busy = True
-        self._idle.clear()
-        self.status_line.set(activity=activity)
-        self._spinner = self.set_interval(SPIN_SECONDS, lambda: self.status_line.spin(self.busy))
-
-    def end_busy(self) -> None:
-        self.busy = False
-        if self._spinner is not None:
-            self._spinner.stop()
-            self._spinner = None
-        self.status_line.spin(False)
-        self.status_line.set(activity="")
-
-    def worker_done(self) -> None:
-        """Called on the worker's thread as it lets go of the agent; closes it if the app quit without waiting."""
-        self._idle.set()
-        if self.quitting and self._close_when_idle:
-            self.close_agent()
-
-    def start_turn(self, text: str) -> None:
-        """Show the user's message and run the turn in a worker."""
-        self._cancel.clear()
-        self._reply = None
-        self._tools.clear()
-        self.memory_panel.settle(self.agent.blocks)
-        self.conversation.add(f"you> {text}", classes="user")
-        self.conversation.anchor()  # back to following the end (a search's jump may have scrolled away)
-        self.begin_busy(THINKING)
-        self.run_turn(text)
-
-    @work(thread=True, exclusive=True, group="agent", exit_on_error=False)
-    def run_turn(self, text: str) -> None:
-        """Iterate the turn on this thread, posting each event; close the generator to cancel."""
-        worker = get_current_worker()
-        cancelled = False
-        events = self.agent.turn(text)
-        try:
-            for event in events:
-                self.post_message(AgentEvent(event))
-                if isinstance(event, (UsageReported, MessagesEvicted)):
-                    self.post_message(StatusChanged(take_status(self.agent)))
-                if self._cancel.is_set() or worker.is_cancelled:
-                    cancelled = True
-                    break
-        except Exception as exc:  # noqa: BLE001 - one clear line, never a crash
-            self.post_message(TurnError(f"{type(exc).__name__}: {exc}"))
-        finally:
-            try:
-                events.close()  # the loop's cleanup: pairs tool calls with results and saves
-            except Exception as exc:  # noqa: BLE001
-                self.post_message(TurnError(f"{type(exc).__name__}: {exc}"))
-            try:
-                self.post_message(StatusChanged(take_status(self.agent)))
-            except Exception:  # noqa: BLE001 - the numbers are a nicety
-                pass
-            finally:
-                self.worker_done()
-                self.post_message(TurnEnded(cancelled or self._cancel.is_set()))
-
-    @property
-    def in_use(self) -> bool:
-        """A worker has the agent: a turn or job, or a cancelled turn whose model call has not returned yet."""
-        return self.busy or not self._idle.is_set()
-
-    def action_cancel_turn(self) -> None:
-        """Escape: ask the running turn to stop at its next event (a retry's wait yields every quarter second). A
-        model call that sends nothing within CANCEL_SECONDS is let go of: the screen is free at once, nothing of
-        that call is shown, and its worker saves the agent when the call returns."""
-        if self.busy and not self._cancel.is_set():
-            self._cancel.set()
-            self.status_line.set(activity="cancelling…")
-            self.set_timer(CANCEL_SECONDS, self._let_go)
-
-    def _let_go(self) -> None:
-        if self.busy and self._cancel.is_set() and not self.quitting:
-            self._abandoned = True
-            self.end_busy()
-            self.conversation.add("(cancelled; the model call still under way is dropped when it returns)",
-                                  classes="info")
-            self.refresh_status()
+    # -- showing events ----------------------------------------------------------------------
 
     async def on_agent_event(self, message: AgentEvent) -> None:
         if self.quitting or self._abandoned:
             return
-        event = message.event
-        if isinstance(event, TextDelta):
-            if self._reply is None:
-                self._reply = self.conversation.start_reply(self.agent.name)
-                if self._retry_line is not None:  # the retry worked: the reply is streaming
-                    self._retry_line = None
-                    self.status_line.set(activity=THINKING)
-            await self._reply.add(event.text)
-            return
-        await self.end_reply()
-        if isinstance(event, Retrying):
-            self.show_retry(event)
-            return
-        if self._retry_line is not None:
-            self._retry_line = None
-            self.status_line.set(activity=THINKING if self.busy else "")
-        if isinstance(event, ToolCallStarted):
-            self._tools[event.call_id] = self.conversation.add_tool_call(event.call_id, event.name, event.arguments)
-        elif isinstance(event, ToolCallFinished):
-            view = self._tools.get(event.call_id)
-            if view is not None:
-                view.finish(event.result, event.is_error)
-        elif isinstance(event, MemoryEdited):
-            self.show_edit(event.label, event.old_value, event.new_value, "the model")
-        elif isinstance(event, MessagesEvicted):
-            self.conversation.add(describe_eviction(event), classes="info")
-        elif isinstance(event, ReplyIncomplete):
-            self.conversation.add(describe_incomplete(event), classes="notice")
-        elif isinstance(event, Notice):
-            self.conversation.add(f"! {event.text}", classes="notice")
-        elif isinstance(event, TurnFailed):
-            text = describe_failure(event)
-            self.conversation.add(text, classes="error")
-            self.notify(text, severity="error", timeout=8)
-            if ends_session(event):
-                self.end_session(event.error)
+        await self.present(message.event)
 
-    async def end_reply(self) -> None:
-        if self._reply is not None:
-            reply, self._reply = self._reply, None
-            await reply.finish()
+    async def on_news_arrived(self, message: NewsArrived) -> None:
+        """Background news of the agent shown: shown as a turn's events are; fact news rereads the facts section."""
+        if self.quitting or message.agent is not self.agent:
+            return
+        await self.present(message.event)
+        if is_fact_news(message.event):
+            self.facts.check(self.agent, refresh=True)
 
-    def show_retry(self, event: Retrying) -> None:
-        """A retry's wait: one notice per attempt, and a countdown on the status line."""
-        text = describe_retry(event)
-        if self._retry_line is None or event.remaining >= event.wait:
-            self._retry_line = self.conversation.add(f"! {text}", classes="notice")
-        self.status_line.set(activity=f"{text} (Esc cancels)")
+    async def present(self, event: Event) -> None:
+        """Show one event through the presenter, awaiting what the view returned (a reply's streaming), in order."""
+        for step in present(event, self.view):
+            if inspect.isawaitable(step):
+                await step
+
+    def on_facts_read(self, message: FactsRead) -> None:
+        """A read of fact memory is done: show it, or say why it failed."""
+        if self.quitting or message.agent is not self.agent:  # read for an agent no longer shown
+            return
+        if message.error is not None:
+            self.notify(f"could not read fact memory: {message.error}", severity="error", timeout=8)
+            return
+        message.then(message.result)
 
     def show_edit(self, label: str, old: str, new: str, who: str) -> None:
         """An edit as a line in the conversation and a diff in its block (from the edit's own values: the worker may
@@ -438,64 +297,6 @@ class AgentApp(FactNews):
         prompt = self.query_one("#prompt", Input)
         prompt.placeholder = "This session has ended; the agent cannot be saved from here. Ctrl-C leaves."
         prompt.disabled = True
-
-    def on_status_changed(self, message: StatusChanged) -> None:
-        if not self.quitting:
-            self.status_line.set(message.info)
-
-    def on_turn_error(self, message: TurnError) -> None:
-        if not self.quitting:
-            self.conversation.add(f"error: {message.text}", classes="error")
-            self.notify(message.text, severity="error", timeout=8)
-
-    async def on_turn_ended(self, message: TurnEnded) -> None:
-        self.busy = False
-        if self.quitting:
-            return
-        self.end_busy()
-        await self.end_reply()
-        if self._abandoned:  # already said
-            self._abandoned = False
-        elif message.cancelled:
-            self.conversation.add("(cancelled)", classes="info")
-        self.refresh_status()
-        self._retry_line = None
-        self.offer_tour()
-        self.watch_facts()
-
-    def run_job(self, activity: str, job: Callable[[], Any], then: Callable[[Any], Any]) -> None:
-        """Run `job` (a summary, an export, a rewind: work that may call the model or take seconds) in a worker,
-        with the spinner; `then(result)` runs here afterwards, and a failure is a notice."""
-        if self.in_use:
-            self.notify("Wait for the reply (or cancel it with Escape) first.", severity="warning")
-            return
-        self.begin_busy(activity)
-        self._run_job(job, then)
-
-    @work(thread=True, exclusive=True, group="agent", exit_on_error=False)
-    def _run_job(self, job: Callable[[], Any], then: Callable[[Any], Any]) -> None:
-        result: Any = None
-        error: Exception | None = None
-        try:
-            result = job()
-        except Exception as exc:  # noqa: BLE001 - a notice; the app goes on
-            error = exc
-        finally:
-            self.worker_done()  # before the app hears of it, so that it finds the agent free
-        self.post_message(JobEnded(then, result=result, error=error))
-
-    async def on_job_ended(self, message: JobEnded) -> None:
-        if self.quitting:
-            return
-        self.end_busy()
-        if message.error is not None:
-            self.notify(f"{message.error}", severity="error", timeout=10)
-        else:
-            outcome = message.then(message.result)
-            if asyncio.iscoroutine(outcome):
-                await outcome
-        self.refresh_status()
-        self.watch_facts()
 
     def on_collapsible_expanded(self) -> None:
         """A tool call or the summary marker opened (or closed, below): typing goes on in the input."""
@@ -516,230 +317,14 @@ class AgentApp(FactNews):
         else:
             self.action_edit_block(message.label)
 
-    def action_block_history(self, label: str) -> None:
-        self.push_screen(BlockHistoryScreen(label, self.agent.memory_edits()), self.focus_input)
-
-    def action_edit_block(self, label: str) -> None:
-        if self.in_use:
-            self.notify("Wait for the reply (or cancel it with Escape) before editing memory.", severity="warning")
-            return
-        block = self.agent.block(label)
-
-        def save(value: str) -> str | None:
-            """Save the edit; the reason it was refused (the dialog stays open with the text), or None."""
-            if value == block.value:
-                return None
-            try:
-                edit = self.agent.set_block(label, value)
-            except Exception as exc:  # noqa: BLE001 - shown in the dialog, which keeps what was typed
-                return f"not saved: {exc}"
-            self.show_edit(label, edit.old_value, edit.new_value, "you (by hand)")
-            self.refresh_status()
-            return None
-
-        self.push_screen(EditBlockScreen(label, block.value, block.limit, save), self.focus_input)
-
-    # -- commands: agents, search, export, rewind --------------------------------------------
+    # -- the palette, help and switching agents ---------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Switch agent", "Open another agent, or create one", self.action_pick_agent)
-        yield SystemCommand("New agent", "Create an agent and switch to it", self.action_new_agent)
-        yield SystemCommand("Search archival memory", "The passages the agent stored", self.action_search_archival)
-        yield SystemCommand("Search recall memory", "Every message, in context or not; jump to one",
-                            self.action_search_recall)
-        yield SystemCommand("Summarize now", "Summarize and evict old messages (they stay in recall)",
-                            lambda: self.command("/summarize"))
-        yield SystemCommand("Export agent", "Write everything to one .agentos file", self.action_export)
-        yield SystemCommand("Rewind", "Go back to a restore point (a copy of the agent is kept)", self.action_rewind)
-        if self._watched is not None:
-            yield SystemCommand("Facts", "The current facts from fact memory, newest first; type to filter",
-                                self.action_facts)
-        for block in self.agent.blocks:
-            label = block.label
-            yield SystemCommand(f"Edit block: {label}", escape(f"Edit [{label}] by hand (logged as your edit)"),
-                                lambda label=label: self.action_edit_block(label))
-            yield SystemCommand(f"Block history: {label}", escape(f"Every edit of [{label}] as a diff"),
-                                lambda label=label: self.action_block_history(label))
+        yield from palette_entries(self, self.facts.shown)
 
     def action_help(self) -> None:
         self.push_screen(TextScreen("help", HELP), self.focus_input)
-
-    def action_pick_agent(self) -> None:
-        from agentos.agent.agent import list_agents
-
-        options = [("+new", "+ New agent…")]
-        for s in list_agents(store=self.agent.store):
-            mark = "● " if s.name == self.agent.name else "  "
-            options.append((s.name, f"{mark}{s.name}  ·  {s.model}  ·  {s.message_count:,} messages  ·  "
-                                    f"last active {s.last_active_at.astimezone():%Y-%m-%d %H:%M}"))
-
-        def chosen(name: str | None) -> None:
-            self.focus_input()
-            if name == "+new":
-                self.action_new_agent()
-            elif name and name != self.agent.name:
-                self.call_later(self.switch_to, lambda: self.opener(name))
-
-        self.push_screen(PickerScreen("agents", options), chosen)
-
-    def action_new_agent(self) -> None:
-        def chosen(spec: NewAgent | None) -> None:
-            self.focus_input()
-            if spec is not None:
-                self.call_later(self.switch_to, lambda: self.creator(spec), "create")
-
-        self.push_screen(NewAgentScreen(self.agent.model), chosen)
-
-    async def switch_to(self, open_: Callable[[], Agent], verb: str = "open") -> bool:
-        """Open another agent (by `open_`) and show it; the current one is saved and closed only once it opened."""
-        if self.in_use:
-            self.notify("Wait for the reply (or cancel it with Escape) before switching agents.", severity="warning")
-            return False
-        try:
-            new = open_()
-        except Exception as exc:  # noqa: BLE001 - a clear notice; the current agent stays
-            self.notify(f"could not {verb} that agent: {exc}", severity="error", timeout=10)
-            return False
-        old, self.agent = self.agent, new
-        try:
-            old.close()
-        except Exception as exc:  # noqa: BLE001
-            self.notify(f'could not save "{old.name}": {exc}', severity="error", timeout=10)
-        self.tour = []
-        self._touring = False
-        self.ended = None
-        prompt = self.query_one("#prompt", Input)
-        prompt.disabled = False
-        await self.reshow()
-        self.focus_input()
-        return True
-
-    def _search(self, tier: str) -> Callable[[str], tuple[str, list[SearchResult]]]:
-        from agentos.memory.archival import ArchivalTier
-        from agentos.memory.recall import RecallTier
-        from agentos.retrieval.recall_paths import MATCHING_PATHS
-
-        def search(query: str) -> tuple[str, list[SearchResult]]:
-            if not query.strip():
-                return "Type what to look for, then Enter.", []
-            try:
-                if tier == "archival":
-                    page = self.agent.tier(ArchivalTier).search(query, page_size=20)
-                else:  # what matches what was typed, not the model's neighbouring turns
-                    page = self.agent.tier(RecallTier).search(query, page_size=20, paths=MATCHING_PATHS)
-            except Exception as exc:  # noqa: BLE001 - shown in the dialog
-                return f"search failed: {exc}", []
-            self._found = {hit.id: hit for hit in page.hits}
-            results = [SearchResult(hit.id, f"{hit.created_at.astimezone():%Y-%m-%d %H:%M}  "
-                                            f"{hit.role or 'passage'}: {' '.join(hit.text.split())[:200]}")
-                       for hit in page.hits]
-            more = "+" if page.capped else ""
-            return f"{page.total}{more} found" + (f"; the first {len(results)} shown" if page.total > len(results)
-                                                  else ""), results
-
-        return search
-
-    def action_search_archival(self) -> None:
-        def chosen(key: str | None) -> None:
-            self.focus_input()
-            hit = self._found.get(key or "")
-            if hit is not None:
-                self.push_screen(TextScreen(f"passage {hit.id}", f"{hit.created_at.astimezone():%Y-%m-%d %H:%M}"
-                                            f"  tags: {', '.join(hit.tags) or '-'}\n\n{hit.text}"), self.focus_input)
-
-        self.push_screen(SearchScreen("search archival memory", self._search("archival")), chosen)
-
-    def action_search_recall(self) -> None:
-        def chosen(key: str | None) -> None:
-            self.focus_input()
-            if key is not None:
-                self.jump_to(key)
-
-        self.push_screen(SearchScreen("search recall memory", self._search("recall")), chosen)
-
-    def jump_to(self, message_id: str) -> None:
-        """Scroll to a message in the conversation; one out of context is shown in a dialog instead."""
-        for widget in self.conversation.query(".found"):
-            widget.remove_class("found")
-        hit = self._found.get(message_id)
-        entry = self.conversation.find(message_id, hit.text if hit else "")
-        if entry is not None:
-            entry.add_class("found")
-            self.conversation.scroll_to_widget(entry, animate=False, top=True)
-            return
-        if hit is not None:
-            self.push_screen(TextScreen("a message out of context (from recall memory)",
-                                        f"{hit.created_at.astimezone():%Y-%m-%d %H:%M}  {hit.role}\n\n{hit.text}"),
-                             self.focus_input)
-
-    def action_export(self) -> None:
-        if self.in_use:
-            self.notify("Wait for the reply before exporting.", severity="warning")
-            return
-        from agentos.portable.archive import SUFFIX
-
-        def chosen(path: str | None) -> None:
-            self.focus_input()
-            if path:
-                self.export_to(Path(path).expanduser())
-
-        self.push_screen(AskScreen("export agent to", str(Path.cwd() / f"{self.agent.name}{SUFFIX}"),
-                                   "Everything the agent has, in one file (import it with: agentos import FILE)"),
-                         chosen)
-
-    def export_to(self, path: Path) -> None:
-        from agentos.portable.archive import export_agent
-
-        if path.exists():
-            self.notify(f"{path} already exists; choose another file.", severity="error")
-            return
-        def exported(report: Any) -> None:
-            rows = ", ".join(f"{n:,} {what}" for what, n in report.rows.items())
-            self.conversation.add(f"Exported to {path}: {rows}", classes="info")
-
-        self.run_job("exporting…", lambda: export_agent(self.agent.store, self.agent.name, path, held=self.agent),
-                     exported)
-
-    def action_rewind(self) -> None:
-        if self.in_use:
-            self.notify("Wait for the reply before rewinding.", severity="warning")
-            return
-        points = self.agent.restore_points()
-        options = [(str(p.turn), f"{p.turn:>4}  {p.at.astimezone():%Y-%m-%d %H:%M}  {p.message_count:>6,} msgs  "
-                                 f"{p.label[:60]}") for p in reversed(points[:-1])]
-        if not options:
-            self.notify("Nothing to rewind: this agent has no earlier restore point.", severity="warning")
-            return
-
-        def chosen(turn: str | None) -> None:
-            self.focus_input()
-            if turn is not None:
-                self.rewind_to(int(turn))
-
-        self.push_screen(PickerScreen("rewind to", options, "Everything after the point is taken back; the agent "
-                                                            "as it is now is kept as a copy first."), chosen)
-
-    def rewind_to(self, turn: int) -> None:
-        from agentos.cli_history import next_backup_name, rewind_keeping_copy
-
-        backup = next_backup_name(self.agent)
-        name = self.agent.name
-
-        async def rewound(done: Any) -> None:
-            await self.reshow()
-            self.conversation.add(f"Rewound to point {turn}: {done.messages:,} message(s) and {done.edits} block "
-                              f'change(s) taken back. The agent as it was is kept as "{backup}" '
-                              f"(agentos rewind {name} --undo puts it back).", classes="info")
-
-        self.run_job("rewinding… (keeping a copy first)", lambda: rewind_keeping_copy(self.agent, turn, backup),
-                     rewound)
-
-    async def reshow(self) -> None:
-        """Show the agent afresh (another agent, or this one after a rewind)."""
-        await self.conversation.remove_children()
-        await self.memory_panel.replace(self.agent.blocks)
-        self.show_agent()
 
     # -- quitting ----------------------------------------------------------------------------
 
@@ -767,7 +352,8 @@ class AgentApp(FactNews):
             if self.closed:
                 return
             self.closed = True
-            self._unwatch()
+            if self.news is not None:
+                self.news.stop()
             try:
                 self.agent.close()
             except Exception as exc:  # noqa: BLE001 - run_tui prints it once the screen is the terminal's again

@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from agentos.blocks import Block
-from agentos.memory.fact_rows import Fact
+from agentos.memory.facts.rows import Fact
 from agentos.tui.diff import diff_text
 
 BAR_WIDTH = 20

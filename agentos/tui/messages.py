@@ -1,4 +1,4 @@
-"""Textual messages the turn worker posts to the app (the worker thread never touches widgets)."""
+"""Textual messages the worker threads post to the app (a worker thread never touches widgets)."""
 
 from __future__ import annotations
 
@@ -54,12 +54,12 @@ class JobEnded(Message):
         self.then, self.result, self.error = then, result, error
 
 
-class FactsWaiting(Message):
-    """The consolidator has news (posted from its own thread); the app takes its events. Bursts coalesce."""
+class NewsArrived(Message):
+    """An event of `agent`'s background news (`Agent.idle`), posted from the news thread."""
 
-    def can_replace(self, message: Message) -> bool:
-        """Another wake-up waiting is made redundant by this one."""
-        return isinstance(message, FactsWaiting)
+    def __init__(self, agent: Agent, event: Event) -> None:
+        super().__init__()
+        self.agent, self.event = agent, event
 
 
 class FactsRead(Message):

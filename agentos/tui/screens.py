@@ -17,7 +17,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from agentos.blocks import MemoryEdit
-from agentos.memory.fact_rows import Fact
+from agentos.memory.facts.rows import Fact
 from agentos.tui.diff import diff_text
 
 

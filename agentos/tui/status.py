@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widget import Widget
 
+from agentos.errors import AgentOSError
+from agentos.memory.archival import ArchivalTier
+
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
 
@@ -21,7 +24,6 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 @dataclass(frozen=True)
 class StatusInfo:
     """A snapshot taken on whichever thread owns the agent at the time."""
-
     model: str
     window: int
     parts: tuple[tuple[str, int], ...]  # (key, tokens) for each of PARTS
@@ -45,9 +47,6 @@ class StatusInfo:
 
 def take_status(agent: Agent) -> StatusInfo:
     """Read the agent's numbers (call only where no turn is changing the agent concurrently)."""
-    from agentos.errors import AgentOSError
-    from agentos.memory.archival import ArchivalTier
-
     b = agent.context_breakdown()
     try:
         archival: int | None = agent.tier(ArchivalTier).count()
@@ -101,7 +100,6 @@ def _legend(info: StatusInfo, numbers: bool, short: bool) -> Text:
 
 class StatusBar(Widget):
     """Two lines: model, counts and activity (with a spinner while a turn runs); then the context gauge."""
-
     DEFAULT_CSS = "StatusBar { height: 2; }"
 
     def __init__(self, **kwargs: object) -> None:

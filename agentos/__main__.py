@@ -1,0 +1,7 @@
+"""`python -m agentos`: the `agentos` command."""
+
+import sys
+
+from agentos.cli import main
+
+sys.exit(main())

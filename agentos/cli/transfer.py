@@ -1,0 +1,100 @@
+"""The `export`, `import`, `fork` and `rename` commands: agents moved between files, names and copies."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import zipfile
+from pathlib import Path
+
+from agentos.agent.agent import Agent, open_store
+from agentos.commands.console import progress_bar
+from agentos.errors import AgentOSError
+from agentos.portable.archive import SUFFIX, copy_agent, export_agent, import_agent
+from agentos.portable.letta_export import export_af
+from agentos.portable.letta_file import read_af
+from agentos.portable.letta_import import import_af
+
+
+def transfer_progress(what: str, done: int, total: int) -> None:
+    """A progress bar for each table of at least 1,000 rows (smaller ones are done at once)."""
+    if total >= 1000:
+        progress_bar(what, done, total)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    kind = args.format or ("af" if args.output and args.output.endswith(".af") else "agentos")
+    path = Path(args.output or f"{args.name}{'.af' if kind == 'af' else SUFFIX}").expanduser()
+    if path.exists() and not args.force:
+        raise AgentOSError(f"{path} already exists; pass --force to overwrite it, or -o to write elsewhere.")
+    if kind == "af":
+
+        for line in export_af(open_store(), args.name, path).lines():
+            print(line)
+        return 0
+    report = export_agent(open_store(), args.name, path, progress=transfer_progress)
+    size = path.stat().st_size
+    print(f'Exported agent "{args.name}" to {path} ({size / 1e6:,.1f} MB): '
+          + ", ".join(f"{n:,} {what}" for what, n in report.rows.items()))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    path = Path(args.file).expanduser()
+    native = path.suffix == SUFFIX or not path.is_file() or zipfile.is_zipfile(path)
+    if not native:  # a Letta agent file (JSON)
+
+        if not (args.agent or args.all) and sys.stdin.isatty():
+            agents = read_af(path).agents
+            if len(agents) > 1:
+                for number, one in enumerate(agents, 1):
+                    print(f"  {number}. {one.name} ({one.id})")
+                answer = input(f"{path.name} holds {len(agents)} agents; import which (a number, or 'all')? ").strip()
+                if answer.lower() == "all":
+                    args.all = True
+                elif answer.isdigit() and 1 <= int(answer) <= len(agents):
+                    args.agent = agents[int(answer) - 1].id
+                else:
+                    raise AgentOSError(f"{answer!r} is not one of the numbers shown, nor 'all'; nothing was imported.")
+
+        reports = import_af(open_store(), path, agent=args.agent, all_agents=args.all, name=args.name, model=args.model)
+        for letta in reports:
+            for line in letta.lines():
+                print(line)
+        print("Chat with it: agentos chat " + " / ".join(r.name for r in reports))
+        return 0
+    if args.agent or args.all:
+        raise AgentOSError(f"{path} is an agentos export, which holds one agent; --agent and --all are for Letta "
+                           f"agent files.")
+    report = import_agent(open_store(), path, args.name, progress=transfer_progress, model=args.model)
+    print(f'Imported agent "{report.name}" from {args.file}: '
+          + (", ".join(f"{n:,} {what}" for what, n in report.rows.items()) or "no rows"))
+    for line in report.skipped:
+        print(f"  not imported: {line}")
+    print(f"Chat with it: agentos chat {report.name}")
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    store = open_store()
+    copy_agent(store, args.name, args.new, transfer_progress)
+    at = ""
+    if args.at is not None:
+
+        fork = Agent.load(args.new, store=store, with_model=False)
+        try:
+            done = fork.rewind(args.at)
+        except BaseException:
+            fork.close()
+            Agent.delete(args.new, store=store)  # no half-made fork left behind
+            raise
+        fork.close()
+        at = f" as it was at point {done.point.turn} ({done.point.label})"
+    print(f'Forked "{args.name}"{at} as "{args.new}": an independent copy. Chat with it: agentos chat {args.new}')
+    return 0
+
+
+def cmd_rename(args: argparse.Namespace) -> int:
+    Agent.rename(args.old, args.new)
+    print(f'Renamed "{args.old}" to "{args.new}".')
+    return 0

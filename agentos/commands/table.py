@@ -1,0 +1,222 @@
+"""Every command of agentos, declared once: the CLI's parser, the slash commands' /help and the TUI's palette are
+built from this table (stdlib only: importing it is cheap)."""
+
+from __future__ import annotations
+
+from agentos.commands.spec import Arg, Command, Where
+
+CLI: frozenset[Where] = frozenset({"cli"})
+SLASH: frozenset[Where] = frozenset({"slash"})
+CLI_SLASH: frozenset[Where] = frozenset({"cli", "slash"})
+CLI_PALETTE: frozenset[Where] = frozenset({"cli", "palette"})
+EVERYWHERE: frozenset[Where] = frozenset({"cli", "slash", "palette"})
+
+AGENTS = "agentos.cli.agents:"
+SESSIONS = "agentos.cli.sessions:"
+MEMORY = "agentos.cli.memory:"
+FACTS = "agentos.cli.facts:"
+FACT_SETTINGS = "agentos.cli.fact_settings:"
+TRANSFER = "agentos.cli.transfer:"
+HISTORY = "agentos.cli.history:"
+BUILTIN = "agentos.commands.builtin:"
+
+NAME = Arg("name")
+REASON = Arg("--reason", help="why (kept in the change log)")
+SINCE_UNTIL = (Arg("--since", help="on or after this date (YYYY-MM-DD or ISO time, UTC)"),
+               Arg("--until", help="on or before this date (YYYY-MM-DD or ISO time, UTC)"))
+PAGING = (Arg("--page", type="int", default=0, help="page number, from 0"),
+          Arg("--size", type="int", default=10, help="results per page"))
+TAGS_FILTER = Arg("--tags", help="comma-separated tags (any of them)")
+WHEN_OF = (
+    Arg("--as-of", metavar="DATE", group="when",
+        help="what was believed then (YYYY-MM-DD: the end of that day, or an ISO time, UTC)"),
+    Arg("--all", action="store_true", group="when", help="every version, with its status"),
+    Arg("--subject", help='only facts about this subject ("user", "agent", or a name)'),
+)
+
+AGENT_COMMANDS = (
+    Command("new", "create an agent", AGENTS + "cmd_new", where=CLI_PALETTE, title="New agent",
+            palette_help="Create an agent and switch to it", args=(
+                NAME,
+                Arg("--persona", help="persona block: text, or @FILE"),
+                Arg("--human", help="human block: text, or @FILE"),
+                Arg("--model", help="model spec, e.g. openai/gpt-4.1-mini or scripted/demo"),
+                Arg("--prompt-dir", help="a folder of your own prompt templates (system.j2, ...) to use instead"),
+                Arg("--window", type="positive", help="the context window in tokens (default: what a local server "
+                                                      "serves, else the model family's)"),
+                Arg("--max-output", type="positive", help="the most tokens one model call may write (default: the "
+                                                          "model's limit; for local servers a quarter of the window)"),
+                Arg("--embedder", help="vectors for memory search: none (default: BM25 only), openai/MODEL, "
+                                       "ollama/MODEL, st/MODEL, hash:DIM; change later with agentos reindex"),
+                Arg("--facts", metavar="MODE", choices=["off", "turn", "batch", "idle"],
+                    help="consolidate the conversation into facts: off (default), turn (after every turn), batch, "
+                         "idle; change later with agentos facts NAME on|off"),
+            )),
+    Command("list", "list agents", AGENTS + "cmd_list"),
+    Command("show", "show an agent's memory blocks and counts", AGENTS + "cmd_show", args=(NAME,)),
+    Command("compact", "summarize and evict old messages now", BUILTIN + "summarize_now", args=(NAME,),
+            where=EVERYWHERE, opens="model", busy_ok=False, slash="summarize", title="Summarize now",
+            palette_help="Summarize and evict old messages (they stay in recall)"),
+    Command("stats", "an agent's numbers: messages, context, memory sizes, facts, restore points",
+            "agentos.commands.stats:show_stats", args=(NAME,), where=EVERYWHERE, opens="read", busy_ok=False,
+            title="Stats", palette_help="Messages, context tokens, memory sizes, facts and restore points"),
+    Command("chat", "chat with an agent in the terminal", SESSIONS + "cmd_chat", args=(NAME,)),
+    Command("tui", "full-screen chat with a live core memory panel", SESSIONS + "cmd_tui", args=(NAME,)),
+    Command("demo", "try agentos offline: the TUI on a demo agent, with a guided tour (no API key needed)",
+            SESSIONS + "cmd_demo", args=(
+                Arg("name", nargs="?", default="demo"),
+                Arg("--plain", action="store_true", help="the line REPL instead of the full-screen TUI"),
+            )),
+    Command("delete", "delete an agent and its memory", AGENTS + "cmd_delete", args=(
+        NAME,
+        Arg("--yes", action="store_true", help="do not ask for confirmation"),
+        Arg("--force", action="store_true", help="delete even while another process has the agent open"),
+    )),
+    Command("models", "list the models local servers offer (Ollama, llama.cpp, LM Studio, vLLM)", AGENTS + "cmd_models",
+            args=(
+                Arg("--base-url", help="ask only the server at this address, e.g. http://127.0.0.1:8080/v1"),
+                Arg("--family", choices=["ollama", "llamacpp", "lmstudio", "vllm", "openai-compatible"],
+                    help="which kind of server it is (default: try each at its usual address)"),
+            )),
+    Command("doctor", "check the store for damaged files; --repair rebuilds what can be read", AGENTS + "cmd_doctor",
+            args=(
+                Arg("name", nargs="?", help="only this agent's tables (and the shared ones)"),
+                Arg("--repair", action="store_true", help="rebuild damaged tables from what can be read (a copy of "
+                                                          "each is kept in doctor-backups/)"),
+            )),
+)
+
+MEMORY_COMMANDS = (
+    Command("memory", "show, set or list edits of an agent's core memory blocks", args=(NAME,),
+            description="show an agent's core memory blocks, set one by hand, or list the edit log", actions=(
+                Command("show", "show the agent's core memory blocks, each with its size and limit",
+                        BUILTIN + "show_blocks", where=CLI_SLASH, opens="read", slash="memory"),
+                Command("set", "replace a block's whole value (logged as your edit)", MEMORY + "cmd_memory_set",
+                        args=(Arg("label"), Arg("value", help="the new text, @FILE to read it from a file, or - to "
+                                                              "read stdin"))),
+                Command("log", "the edit log as diffs, oldest first: when, who (the model or you), which block",
+                        MEMORY + "cmd_memory_log", args=(
+                            Arg("label", nargs="?", help="only this block's edits"),
+                            Arg("--last", type="int", default=0, help="only the last N edits"),
+                        )),
+            )),
+    Command("archival", "add, search, list or delete archival passages", MEMORY + "cmd_archival", args=(NAME,),
+            description="add, search, list or delete an agent's archival passages", actions=(
+                Command("add", "store text (chunked; duplicates skipped)", args=(
+                    Arg("text", help="the text, or - to read stdin"), Arg("--tags", help="comma-separated tags"))),
+                Command("search", "hybrid search", args=(Arg("query"), *SINCE_UNTIL, TAGS_FILTER, *PAGING),
+                        where=CLI_PALETTE, title="Search archival memory", palette_help="The passages the agent stored"),
+                Command("list", "list passages, newest first", args=(*SINCE_UNTIL, TAGS_FILTER, *PAGING)),
+                Command("delete", "delete one passage by id", args=(Arg("id"),)),
+            )),
+    Command("recall", "search an agent's past conversation", MEMORY + "cmd_recall", args=(NAME,),
+            description="search an agent's past conversation (recall memory)", actions=(
+                Command("search", "search messages; an empty query with --since/--until lists by date", args=(
+                    Arg("query"),
+                    Arg("--role", action="append", choices=["user", "assistant"], help="only this role (repeatable)"),
+                    *SINCE_UNTIL, *PAGING,
+                ), where=CLI_PALETTE, title="Search recall memory",
+                    palette_help="Every message, in context or not; jump to one"),
+            )),
+    Command("reindex", "re-embed an agent's memory with another embedder", MEMORY + "cmd_reindex",
+            description="re-embed archival passages and recall messages with another embedder", args=(
+                NAME, Arg("--embedder", required=True, help="none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL"))),
+)
+
+FACT_ACTIONS = (
+    Command("list", "current facts, newest first (--all: every version; --as-of: then)", FACTS + "cmd_list",
+            args=WHEN_OF, where=CLI_PALETTE, title="Facts", only_with_facts=True,
+            palette_help="The current facts from fact memory, newest first; type to filter"),
+    Command("search", "facts ranked by keywords, meaning and how much they are used", FACTS + "cmd_search", args=(
+        Arg("query", help='what to look for; "" lists the newest'), *WHEN_OF,
+        Arg("--page", type="page", default=0, help="page number, from 0"),
+        Arg("--size", type="count_above_zero", default=10, help="results per page"),
+    )),
+    Command("show", "every field of one fact, and the messages it came from", FACTS + "cmd_show", args=(Arg("id"),)),
+    Command("history", "every version of a fact, oldest first, with the changes that made and ended each",
+            FACTS + "cmd_history", args=(Arg("id"),)),
+    Command("changes", "the log of what consolidation and people did, oldest first", FACTS + "cmd_changes", args=(
+        Arg("--since", metavar="WHEN", help="only changes since then: YYYY-MM-DD, an ISO time, or a duration back "
+                                            "from now (30m, 2h, 3d, 1w)"),)),
+    Command("correct", "replace a fact with corrected text (your decision; undoable)", FACTS + "cmd_correct", args=(
+        Arg("id"), Arg("text", help="the fact as it should read"), REASON)),
+    Command("retract", "say a fact does not hold (kept as history; undoable)", FACTS + "cmd_retract",
+            args=(Arg("id"), REASON)),
+    Command("undo", "reverse one change from `changes`", FACTS + "cmd_undo", args=(Arg("change"),)),
+    Command("prune", "invalidate facts unused for long or not confident enough (undoable)", FACTS + "cmd_prune", args=(
+        Arg("--older-than", metavar="WHEN", help="last used before then: a date, or a duration such as 90d"),
+        Arg("--min-confidence", type="fraction", metavar="X", help="less confident than X (0 to 1)"),
+        Arg("--dry-run", action="store_true", help="only list what would be invalidated"),
+        Arg("--yes", action="store_true", help="do not ask for confirmation"),
+    )),
+    Command("consolidate", "consolidate the conversation into facts now, in the foreground",
+            FACT_SETTINGS + "cmd_consolidate", args=(
+                Arg("--model", metavar="SPEC", help="use this model for this run (default: the facts' model, else the "
+                                                    "agent's)"),)),
+    Command("on", "consolidate in the background (default: after every turn)", FACT_SETTINGS + "cmd_on", args=(
+        Arg("--mode", choices=["turn", "batch", "idle"], help="turn: after every turn (the default when off); batch: "
+                                                              "once --batch turns wait; idle: once idle --idle seconds"),
+        Arg("--batch", type="count_above_zero", metavar="N", help="turns per batch (mode batch)"),
+        Arg("--idle", type="seconds", metavar="SECONDS", help="idle time before consolidating (mode idle)"),
+        Arg("--model", metavar="SPEC", help="a (cheaper) model for consolidation; `default`: the agent's own (as it "
+                                            "starts)"),
+        Arg("--prompt-tokens", type="count", metavar="N",
+            help="put the most used facts about the user in the prompt, in this many tokens (0: none)"),
+    )),
+    Command("off", "stop consolidating (facts are kept and still found)", FACT_SETTINGS + "cmd_off"),
+)
+
+FACT_COMMANDS = (
+    Command("facts", "review, correct, prune and consolidate an agent's fact memory", args=(
+        Arg("name", metavar="NAME", help="the agent"),), actions=FACT_ACTIONS,
+        description="an agent's fact memory: facts consolidated from its conversation, every version kept and every "
+                    "change logged (and undoable)"),
+)
+
+TRANSFER_COMMANDS = (
+    Command("export", "write an agent and everything it remembers to one file", TRANSFER + "cmd_export", args=(
+        NAME,
+        Arg("-o", "--output", help="the file to write (default: NAME.agentos, or NAME.af, here)"),
+        Arg("--format", choices=["agentos", "af"],
+            help="agentos (everything, the default) or af (a Letta Agent File; default for -o FILE.af)"),
+        Arg("--force", action="store_true", help="overwrite the file if it exists"),
+    ), where=CLI_PALETTE, title="Export agent", palette_help="Write everything to one .agentos file"),
+    Command("import", "restore an agent from an agentos export or a Letta Agent File (.af)", TRANSFER + "cmd_import",
+            args=(
+                Arg("file"),
+                Arg("--name", help="import it under this name (needed when its own is taken)"),
+                Arg("--agent", help="of a Letta file with several agents: the one to import (name or id)"),
+                Arg("--all", action="store_true", help="of a Letta file with several agents: import each one"),
+                Arg("--model", help="the model spec to use instead of the file's (needed when the file's names a "
+                                    "server not on this machine)"),
+            )),
+    Command("fork", "make an independent copy of an agent", TRANSFER + "cmd_fork", args=(
+        NAME, Arg("new"),
+        Arg("--at", type="int", metavar="POINT", help="copy it as it was at this restore point (agentos history)"),
+    )),
+    Command("rename", "give an agent a new name", TRANSFER + "cmd_rename", args=(Arg("old"), Arg("new"))),
+)
+
+HISTORY_COMMANDS = (
+    Command("history", "list an agent's restore points (one per turn)", HISTORY + "cmd_history",
+            description="list an agent's restore points: its creation, then the end of each turn", args=(
+                NAME, Arg("--last", type="int", default=20, help="only the last N points (0: all; default 20)"))),
+    Command("rewind", "go back to a restore point (a copy of the agent is kept; --undo)", HISTORY + "cmd_rewind",
+            description="restore an agent's blocks, context, summary, counters and archival memory to a restore "
+                        "point; the agent as it was is kept as a copy, which --undo puts back", args=(
+                NAME,
+                Arg("--to", type="int", metavar="N", help="the restore point (see agentos history NAME)"),
+                Arg("--undo", action="store_true", help="put back the copy the last rewind kept"),
+                Arg("--yes", action="store_true", help="do not ask for confirmation"),
+            ), where=CLI_PALETTE, title="Rewind", palette_help="Go back to a restore point (a copy of the agent is kept)"),
+)
+
+SESSION_COMMANDS = (
+    Command("context", "show what fills the context window", BUILTIN + "show_context", where=SLASH, opens="read",
+            busy_ok=False),
+    Command("help", "show this help", BUILTIN + "show_help", where=SLASH),
+    Command("exit", "leave (the agent is saved after every step)", BUILTIN + "leave", where=SLASH, aliases=("quit",)),
+)
+
+COMMANDS = (*AGENT_COMMANDS, *MEMORY_COMMANDS, *FACT_COMMANDS, *TRANSFER_COMMANDS, *HISTORY_COMMANDS,
+            *SESSION_COMMANDS)
