@@ -36,6 +36,9 @@ class Block(BaseModel):
         return label
 
 
+Editor = Literal["agent", "user", "mcp"]
+
+
 class MemoryEdit(BaseModel):
     """A record of one change to a block: when, what it was, what it became, which call did it."""
 
@@ -45,7 +48,8 @@ class MemoryEdit(BaseModel):
     new_value: ValidText
     tool_call_id: str | None = None
     rev: int | None = None  # the agent's state revision it landed with (None until saved, and in old logs)
-    by: Literal["agent", "user"] = "agent"  # the model through a tool, or a person by hand (`agentos memory set`)
+    # The model through a tool, a person by hand (`agentos memory set`), or an MCP client (its name in tool_call_id).
+    by: Editor = "agent"
 
 
 class CoreMemory:

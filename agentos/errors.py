@@ -84,6 +84,10 @@ class ToolError(AgentOSError):
     """A tool refused or failed; the message goes back to the model as the tool result."""
 
 
+class ToolArgumentsError(ToolError):
+    """A tool call's arguments do not fit the tool's parameters (the message says which and why)."""
+
+
 class MemoryEditError(ToolError):
     """A core memory edit was refused (missing text, over the limit, read-only block)."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from agentos.blocks import Block
+from agentos.blocks import Block, MemoryEdit
 from agentos.events import MemoryEdited, MessagesEvicted, ReplyIncomplete, Retrying, TurnFailed
 from agentos.memory.tier import MemoryStats
 
@@ -17,6 +17,16 @@ def short(text: str, limit: int = 80) -> str:
     """`text` on one line, cut to `limit` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def who_made(edit: MemoryEdit) -> str:
+    """Who made a core memory edit, in words: you, the model (and its call), or an MCP client (and its name)."""
+    if edit.by == "user":
+        return "you (by hand)"
+    if edit.by == "mcp":
+        client = (edit.tool_call_id or "").removeprefix("mcp:")
+        return "an MCP client" + (f" ({client})" if client else "")
+    return "the model" + (f" ({edit.tool_call_id})" if edit.tool_call_id else "")
 
 
 def block_header(block: Block) -> str:

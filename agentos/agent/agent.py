@@ -35,7 +35,7 @@ from agentos.agent.session import Session
 from agentos.agent.state import AgentSettings
 from agentos.agent.turn import Turn, TurnMemory
 from agentos.agent.turn_state import TurnState
-from agentos.blocks import Block, MemoryEdit
+from agentos.blocks import Block, Editor, MemoryEdit
 from agentos.errors import DamageWarning, WindowWarning
 from agentos.events import Event, Notice, StepSaved
 from agentos.memory.facts.reports import ConsolidationReport
@@ -226,7 +226,7 @@ class Agent:
         if {"prompt_dir", "system_prompt"} & changes.keys():
             self.prompts = PromptRenderer(settings.prompt_dir, system_prompt=settings.system_prompt)
             self.session.set_links(prompts=self.prompts)
-        if {"facts", "tiers", "prompt_dir", "system_prompt"} & changes.keys():
+        if {"facts", "tiers", "prompt_dir", "system_prompt", "mcp_servers"} & changes.keys():
             self.session.open_tiers()  # a tier's tools and background work follow its settings
         self.tools.output_limit = settings.tool_output_limit
         self._configure()
@@ -249,9 +249,14 @@ class Agent:
 
     def turn(self, text: str) -> Generator[Event, None, None]:
         """Take one user message and yield events until the reply (or a failure), then the tiers' end-of-turn
-        events. Close the generator to cancel: the agent is left consistent and saved."""
+        events. Close the generator to cancel: the agent is left consistent and saved. The agent's MCP servers
+        start before its first turn (a notice for each that cannot, or for a tool it cannot offer)."""
+        return self._then_tiers(self._offered_then_run(text))
+
+    def _offered_then_run(self, text: str) -> Generator[Event, None, None]:
+        yield from self.session.offer_mcp_tools()
         self._last = self._turn()
-        return self._then_tiers(self._last.run(text))
+        yield from self._last.run(text)
 
     def _then_tiers(self, events: Generator[Event, None, None]) -> Generator[Event, None, None]:
         ended = False
@@ -279,9 +284,10 @@ class Agent:
         """The most tokens one model call may write (see `requests.output_cap`)."""
         return output_cap(self.settings, self.roles.given("main"), self.window)
 
-    def tool_context(self, call_id: str | None) -> ToolContext:
-        """What a tool call of this agent runs with outside a turn: its memory, edits recorded under the call's id."""
-        return ToolContext(memory=TurnMemory(self._turn(), call_id), call_id=call_id)
+    def tool_context(self, call_id: str | None, by: Editor = "agent") -> ToolContext:
+        """What a tool call of this agent runs with outside a turn: its memory, edits recorded under the call's id
+        as made `by` the model (or an MCP client)."""
+        return ToolContext(memory=TurnMemory(self._turn(), call_id, by), call_id=call_id)
 
     def context_breakdown(self) -> dict[str, Any]:
         """Tokens per part of the next request (system, memory, tools, summary, messages) and the window."""

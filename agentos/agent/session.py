@@ -19,9 +19,10 @@ from agentos.agent.history import RestorePoint, RestorePoints, Rewound, point_ro
 from agentos.agent.state import AgentSettings, AgentState
 from agentos.agent.turn_state import TurnState
 from agentos.blocks import MemoryEdit
+from agentos.config import data_home
 from agentos.embedders.resolve import resolve_embedder
 from agentos.errors import AgentDeletedError, AgentOSError, ConfigError, LeaseLostError, ReadOnlyAgentError
-from agentos.events import Event, StepSaved
+from agentos.events import Event, Notice, StepSaved
 from agentos.memory.news import News
 from agentos.memory.tier import Progress, Tier
 from agentos.memory.tiers import Tiers, delete_tiers
@@ -29,6 +30,7 @@ from agentos.messages import Message, utc_now
 from agentos.storage import Store
 from agentos.storage.lease import Lease
 from agentos.tools.decorator import Tool
+from agentos.tools.mcp.toolbox import McpToolbox
 from agentos.tools.memory_tools import core_memory_tools
 from agentos.tools.registry import ToolRegistry
 
@@ -49,6 +51,7 @@ class Session:
         self.saved_messages = state.message_count  # messages committed: all that background work may read
         self._links = links
         self._extra_tools = list(tools)
+        self.mcp: McpToolbox | None = None
         self.open_tiers()
 
     @property
@@ -76,9 +79,33 @@ class Session:
                            guard=self.check_writable, on_write=self.store.touched, settings=lambda: self.state.settings,
                            read_messages=lambda first, end: self.store.messages_between(self.id, first, end),
                            announce=self.news.tell, committed=lambda: self.saved_messages, **self._links)
-        self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools],
+        self._open_mcp()
+        offered = self.mcp.tools if self.mcp is not None else []
+        self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools, *offered],
                                   output_limit=self.state.settings.tool_output_limit)
         self.state.set_tool_names([t.name for t in self.tools])
+
+    def _open_mcp(self) -> None:
+        """Keep the MCP servers when their settings did not change; else stop them (they start again when a turn
+        needs their tools). A read-only agent takes no turns and starts none."""
+        specs = [] if self.read_only else self.state.settings.mcp_servers
+        if self.mcp is not None and self.mcp.specs == specs:
+            return
+        if self.mcp is not None:
+            self.mcp.close()
+        self.mcp = McpToolbox(specs, data_home() / "logs", f"agentos agent {self.name}") if specs else None
+
+    def offer_mcp_tools(self) -> list[Event]:
+        """Start the MCP servers whose tools are not offered yet and add their tools (before a turn); a notice for
+        each server that could not start and each tool that cannot be offered."""
+        if self.mcp is None or not self.mcp.pending():
+            return []
+        tools, notices = self.mcp.offer({t.name for t in self.tools})
+        for t in tools:
+            self.tools.add(t)
+        if tools:
+            self.state.set_tool_names([t.name for t in self.tools])
+        return [Notice(text=text) for text in notices]
 
     def tier_settings(self, kind: type[Tier]) -> BaseModel:
         """A tier's settings now (its `settings_model`, defaults where the agent has set none)."""
@@ -212,6 +239,8 @@ class Session:
         """Stop background work, save anything unsaved, give the agent back, and let maintenance finish."""
         lease = self.lease
         self.news.wake()
+        if self.mcp is not None:
+            self.mcp.close()
         if lease is None or lease.lost:
             return
         try:

@@ -14,6 +14,7 @@ from agentos.memory.facts.settings import FactSettings
 from agentos.messages import new_id, utc_now
 from agentos.retrieval.recall_paths import DEFAULT_PATHS, FORMER_DEFAULTS
 from agentos.text import ValidText
+from agentos.tools.mcp.servers import McpServerSpec
 
 STATE_VERSION = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -82,6 +83,16 @@ class AgentSettings(BaseModel):
     facts: FactSettings = Field(default_factory=FactSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     tiers: dict[str, dict[str, Any]] = Field(default_factory=dict)  # a plugged-in tier's settings, by tier name
+    mcp_servers: list[McpServerSpec] = Field(default_factory=list)  # MCP servers whose tools the agent may call
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _distinct_servers(cls, servers: list[McpServerSpec]) -> list[McpServerSpec]:
+        names = [s.name for s in servers]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"two MCP servers are named {', '.join(twice)}; each needs a name of its own")
+        return servers
 
 
 class AgentState(BaseModel):

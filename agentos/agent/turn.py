@@ -14,7 +14,7 @@ from agentos.agent.paging import Pager
 from agentos.agent.requests import RequestBuilder, pager_view
 from agentos.agent.text_calls import CallWatch
 from agentos.agent.turn_state import Compaction, TurnState
-from agentos.blocks import Block, CoreMemory, MemoryEdit
+from agentos.blocks import Block, CoreMemory, Editor, MemoryEdit
 from agentos.errors import AgentOSError, ConfigError, ContextOverflowError, LeaseLostError
 from agentos.events import (
     Event,
@@ -79,21 +79,28 @@ def failure(exc: BaseException, steps: int) -> TurnFailed:
     return TurnFailed(error=text, kind=kind, steps=steps)
 
 
+def _by(edit: MemoryEdit, by: Editor) -> MemoryEdit:
+    edit.by = by
+    return edit
+
+
 class TurnMemory:
     """The memory a tool call of this turn reaches: blocks (edits made by the turn, under the call's id), tiers."""
 
-    def __init__(self, turn: Turn, call_id: str | None) -> None:
+    def __init__(self, turn: Turn, call_id: str | None, by: Editor = "agent") -> None:
         self._turn = turn
         self._call_id = call_id
+        self._by = by  # who the edit log says made the edits: the model, or an MCP client
 
     def block(self, label: str) -> Block:
         return self._turn.state.block(label)
 
     def append_block(self, label: str, content: str) -> Block:
-        return self._turn.edit(lambda blocks: blocks.append(label, content, self._call_id))
+        return self._turn.edit(lambda blocks: _by(blocks.append(label, content, self._call_id), self._by))
 
     def replace_block(self, label: str, old_content: str, new_content: str) -> Block:
-        return self._turn.edit(lambda blocks: blocks.replace(label, old_content, new_content, self._call_id))
+        return self._turn.edit(lambda blocks: _by(blocks.replace(label, old_content, new_content, self._call_id),
+                                                  self._by))
 
     def tier(self, kind: type[T]) -> T:
         return self._turn.tier(kind)

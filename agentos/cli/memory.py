@@ -10,7 +10,7 @@ from typing import Any
 from agentos.agent.agent import Agent
 from agentos.commands.console import progress_bar
 from agentos.errors import AgentOSError, ToolError
-from agentos.formatting import block_header
+from agentos.formatting import block_header, who_made
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.recall import RecallTier
 from agentos.retrieval.page import format_page
@@ -106,9 +106,7 @@ def cmd_memory_log(args: argparse.Namespace) -> int:
     try:
         edits = [e for e in agent.memory_edits() if args.label in (None, e.label)]
         for edit in edits[-args.last:] if args.last else edits:
-            who = "the model" + (f" ({edit.tool_call_id})" if edit.tool_call_id else "") if edit.by == "agent" \
-                else "you (by hand)"
-            print(f"{edit.at:%Y-%m-%d %H:%M:%S}  [{edit.label}]  by {who}: {len(edit.old_value):,} -> "
+            print(f"{edit.at:%Y-%m-%d %H:%M:%S}  [{edit.label}]  by {who_made(edit)}: {len(edit.old_value):,} -> "
                   f"{len(edit.new_value):,} chars")
             for line in edit_diff(edit.old_value, edit.new_value):
                 print(f"    {line}")

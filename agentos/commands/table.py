@@ -18,6 +18,7 @@ FACTS = "agentos.cli.facts:"
 FACT_SETTINGS = "agentos.cli.fact_settings:"
 TRANSFER = "agentos.cli.transfer:"
 HISTORY = "agentos.cli.history:"
+MCP = "agentos.cli.mcp:"
 BUILTIN = "agentos.commands.builtin:"
 
 NAME = Arg("name")
@@ -211,6 +212,40 @@ HISTORY_COMMANDS = (
             ), where=CLI_PALETTE, title="Rewind", palette_help="Go back to a restore point (a copy of the agent is kept)"),
 )
 
+MCP_COMMANDS = (
+    Command("mcp", "tools from MCP servers for an agent, and an agent's memory served over MCP",
+            description="give an agent the tools of MCP servers (stdio or streamable HTTP), or serve its memory to MCP "
+                        "clients (desktop assistants, editors, other agents)", actions=(
+                Command("add", "give an agent the tools of an MCP server (replaces one of the same name)",
+                        MCP + "cmd_add", args=(
+                            NAME, Arg("server", help="a short name; the server's tools are offered as SERVER__TOOL"),
+                            Arg("--stdio", metavar="CMD", group="transport",
+                                help='the command that starts the server, e.g. "npx -y @modelcontextprotocol/'
+                                     'server-filesystem ~/notes"'),
+                            Arg("--url", group="transport", help="a streamable HTTP server, e.g. http://127.0.0.1:8000/mcp"),
+                            Arg("--env", action="append", metavar="VAR[=FROM]",
+                                help="pass environment variable VAR to the server (its value read from FROM, default "
+                                     "VAR, when the server starts; only the name is stored); repeatable"),
+                            Arg("--header", action="append", metavar="NAME=VALUE",
+                                help="an HTTP header; write secrets as ${VAR} so only the variable's name is stored, "
+                                     'e.g. "Authorization=Bearer ${NOTES_TOKEN}"; repeatable'),
+                            Arg("--allow", metavar="TOOLS", help="offer only these of its tools (comma-separated names "
+                                                                 "or patterns such as read_*)"),
+                            Arg("--timeout", type="seconds", help="seconds a call (and starting it) may take; default 30"),
+                            Arg("--cwd", help="the folder a stdio server starts in"),
+                        )),
+                Command("list", "an agent's MCP servers (--tools: start each and list what it offers)",
+                        MCP + "cmd_list", args=(
+                            NAME, Arg("--tools", action="store_true", help="start each server and list its tools"))),
+                Command("remove", "take an MCP server away from an agent", MCP + "cmd_remove",
+                        args=(NAME, Arg("server"))),
+                Command("serve", "serve an agent's memory as an MCP server (stdio, or --http)", MCP + "cmd_serve", args=(
+                    NAME, Arg("--read-only", action="store_true", help="offer only the tools that read"),
+                    Arg("--http", metavar="[HOST:]PORT", help="serve streamable HTTP at /mcp instead (default host "
+                                                              "127.0.0.1), behind the key in $AGENTOS_MCP_KEY"))),
+            )),
+)
+
 SESSION_COMMANDS = (
     Command("context", "show what fills the context window", BUILTIN + "show_context", where=SLASH, opens="read",
             busy_ok=False),
@@ -218,5 +253,5 @@ SESSION_COMMANDS = (
     Command("exit", "leave (the agent is saved after every step)", BUILTIN + "leave", where=SLASH, aliases=("quit",)),
 )
 
-COMMANDS = (*AGENT_COMMANDS, *MEMORY_COMMANDS, *FACT_COMMANDS, *TRANSFER_COMMANDS, *HISTORY_COMMANDS,
+COMMANDS = (*AGENT_COMMANDS, *MEMORY_COMMANDS, *FACT_COMMANDS, *TRANSFER_COMMANDS, *HISTORY_COMMANDS, *MCP_COMMANDS,
             *SESSION_COMMANDS)

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from agentos.errors import ToolDefinitionError
+from agentos.errors import ToolArgumentsError, ToolDefinitionError
 from agentos.tools.context import ToolContext
 
 
@@ -69,6 +69,18 @@ class Tool:
         )
         self.parameters = _clean_schema(self.args_model.model_json_schema())
 
+    def invoke(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        """Run the tool with the model's arguments (a JSON object). Raises ToolArgumentsError when they do not fit
+        its parameters, ToolError for what the tool refuses."""
+        try:
+            parsed = self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolArgumentsError(_describe_validation(exc)) from exc
+        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        if self.context_param:
+            kwargs[self.context_param] = context
+        return self.fn(**kwargs)
+
     def openai_schema(self) -> dict[str, Any]:
         """The tool in OpenAI Chat Completions `tools` format."""
         return {
@@ -85,6 +97,19 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "missing":
+            parts.append(f"{where}: missing required argument")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"{where}: unknown argument")
+        else:
+            parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

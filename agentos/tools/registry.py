@@ -8,9 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from agentos.errors import ToolError
+from agentos.errors import ToolArgumentsError, ToolError
 from agentos.messages import ToolCall
 from agentos.text import MAX_DEPTH, valid_values
 from agentos.tools.context import ToolContext
@@ -33,19 +31,6 @@ def cap_text(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[output truncated: showed {limit:,} of {len(text):,} characters]"
-
-
-def _describe_validation(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        if err["type"] == "missing":
-            parts.append(f"{where}: missing required argument")
-        elif err["type"] == "extra_forbidden":
-            parts.append(f"{where}: unknown argument")
-        else:
-            parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
 
 
 class ToolRegistry:
@@ -125,14 +110,9 @@ class ToolRegistry:
                 f"the arguments for {call.name} must be a JSON object, not {type(args).__name__}."
             )
         try:
-            parsed = t.args_model.model_validate(args)
-        except ValidationError as exc:
-            return self._error(f"invalid arguments for {call.name}: {_describe_validation(exc)}.")
-        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
-        if t.context_param:
-            kwargs[t.context_param] = context
-        try:
-            result = t.fn(**kwargs)
+            result = t.invoke(args, context)
+        except ToolArgumentsError as exc:
+            return self._error(f"invalid arguments for {call.name}: {exc}.")
         except ToolError as exc:
             return self._error(str(exc))
         except Exception as exc:  # noqa: BLE001 - a tool bug must not crash the turn

@@ -17,15 +17,9 @@ from textual.widgets import Button, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from agentos.blocks import MemoryEdit
+from agentos.formatting import who_made
 from agentos.memory.facts.rows import Fact
 from agentos.tui.diff import diff_text
-
-
-def who_made(edit: MemoryEdit) -> str:
-    """Who made an edit, in words."""
-    if edit.by == "user":
-        return "you (by hand)"
-    return "the model" + (f" ({edit.tool_call_id})" if edit.tool_call_id else "")
 
 
 class Dialog(ModalScreen[Any]):
