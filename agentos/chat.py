@@ -3,6 +3,7 @@ turns, what background fact consolidation did since the last prompt."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -87,13 +88,23 @@ class Repl:
         self.out = out or sys.stdout
         self.ended: str | None = None  # why the session ended early (the agent was deleted or taken over)
         self.streaming = False  # a reply is being written on the current line
+        self.gone = False  # the output was closed (`agentos chat sam | head -3`): turns finish, nothing more prints
         # With piped input nothing echoes what was read: the REPL writes it after the prompt itself, so that the
         # transcript reads `you> line`, then the reply on a line of its own.
         self.echo = read is input and not sys.stdin.isatty()
 
     def write(self, text: str = "", end: str = "\n") -> None:
-        self.out.write(text + end)
-        self.out.flush()
+        """Print; once the reader has gone away, print nothing (the turn under way still completes and is saved,
+        and no further line is read)."""
+        if self.gone:
+            return
+        try:
+            self.out.write(text + end)
+            self.out.flush()
+        except (BrokenPipeError, ValueError):  # a closed pipe, or a closed stream
+            self.gone = True
+            if self.out is sys.stdout:  # so that the interpreter's own flush at exit is quiet too
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def run(self) -> int:
         """Chat until the user leaves or the session ends; 1 when it ended because the agent was lost."""
@@ -115,7 +126,7 @@ class Repl:
 
     def loop(self) -> None:
         """Read lines and answer them until the user leaves or the session ends."""
-        while self.ended is None:
+        while self.ended is None and not self.gone:
             self.show_news()
             try:
                 line = self.read("you> ")

@@ -15,6 +15,7 @@ from agentos.events import (
     Notice,
     ReplyIncomplete,
     Retrying,
+    StepSaved,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -81,6 +82,8 @@ def present(event: Event, view: View) -> list[Any]:
         return [view.facts_changed(list(event.changes))]
     if isinstance(event, FactsNotice):
         return [view.facts_notice(event)]
+    if isinstance(event, (UsageReported, StepSaved)):  # shown by nothing but the numbers: the reply goes on
+        return [view.retry_over()]
     done = [view.reply_end()]
     if isinstance(event, Retrying):
         return [*done, view.retrying(event, describe_retry(event))]

@@ -11,9 +11,11 @@ import pytest
 from agentos import Agent
 from agentos.chat import HISTORY_LENGTH, Repl, history_path, setup_line_editing
 from agentos.errors import ServerError
-from agentos.events import Event, TextDelta
+from agentos.events import Event, StepSaved, TextDelta, UsageReported
 from agentos.memory.facts.tier import FactTier
+from agentos.messages import Usage
 from agentos.providers import ScriptedProvider, Step
+from tests.processes import agentos
 from tests.test_cli import run_cli
 
 
@@ -54,6 +56,23 @@ def test_a_turn_that_stops_right_after_its_text_still_ends_the_line(monkeypatch:
     out = io.StringIO()
     assert Repl(agent, read=piped(out, "hi", "hi again"), out=out).run() == 0
     assert out.getvalue().splitlines()[1:] == ["you> sam> Hello there.", "you> sam> Hello there.", "you> "]
+
+
+def test_usage_reported_before_the_replys_last_text_leaves_the_reply_on_one_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI-compatible servers (and llama.cpp, Ollama) send the usage before the last of the text."""
+    agent = Agent.create("sam", provider=ScriptedProvider([]))
+
+    def usage_midway(text: str) -> Iterator[Event]:
+        yield TextDelta(text="Hello f")
+        yield UsageReported(usage=Usage(input_tokens=10, output_tokens=4))
+        yield TextDelta(text="rom the mock.")
+        yield StepSaved(rev=1, message_ids=[])
+
+    monkeypatch.setattr(agent, "turn", usage_midway)
+    out = io.StringIO()
+    assert Repl(agent, read=piped(out, "hi"), out=out).run() == 0
+    assert out.getvalue().splitlines()[1:] == ["you> sam> Hello from the mock.", "you> "]
 
 
 def test_a_reply_cut_by_a_failure_still_ends_its_line() -> None:
@@ -198,3 +217,36 @@ def test_fact_lines_show_each_change_and_notice() -> None:
               FactsNotice(text="fact consolidation failed: boom", level="error")]
     assert fact_lines(events) == ["[facts] + Ada likes tea", "[facts] ~ Ada lives in Berlin",
                                   "[facts] error: fact consolidation failed: boom"]
+
+
+class ClosesAfter(io.StringIO):
+    """An output whose reader goes away once it has read `text` (`agentos chat sam | head -c N`)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.until = text
+
+    def write(self, text: str) -> int:
+        if self.until in self.getvalue():
+            raise BrokenPipeError(32, "Broken pipe")
+        return super().write(text)
+
+
+def test_a_reader_that_goes_away_cuts_no_turn_short_and_no_more_lines_are_read() -> None:
+    agent = Agent.create("sam", provider=ScriptedProvider(["Hello there, nice to meet you.", "never asked"],
+                                                          chunk_size=3))
+    out = ClosesAfter("sam> Hel")  # the pipe closes as the reply streams
+    assert Repl(agent, read=piped(out, "hi", "and again"), out=out).run() == 0
+    saved = Agent.load("sam", read_only=True)
+    assert [m.content for m in saved.context][-2:] == ["hi", "Hello there, nice to meet you."]
+    assert len(saved.restore_points()) == 2  # its creation and the turn
+    saved.close()
+
+
+def test_the_tui_without_a_terminal_chats_in_the_line_repl_instead_of_hanging(agentos_home: Path) -> None:
+    assert agentos(agentos_home, "new", "sam", "--model", "scripted/demo").returncode == 0
+    done = agentos(agentos_home, "tui", "sam", stdin="My name is Ada.\n", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert 'agentos tui needs a terminal, and this is not one (input or output is piped); chatting with "sam"' \
+        in done.stderr
+    assert "you> My name is Ada.\n" in done.stdout and "sam> Nice to meet you, Ada!" in done.stdout

@@ -76,9 +76,11 @@ def test_lines_for_evictions_notices_and_incomplete_replies() -> None:
     assert shown(Notice(text="careful"))[-1] == ("line", "! careful", "notice")
 
 
-def test_quiet_events_show_nothing_but_end_the_reply() -> None:
+def test_quiet_events_show_nothing_and_leave_a_streaming_reply_be() -> None:
+    """A server that sends the usage before the reply's last text (any OpenAI-compatible one) keeps one reply line."""
     usage = UsageReported(usage=Usage())
-    assert [call[0] for call in shown(usage, StepSaved(rev=1, message_ids=[]))] == ["reply_end", "retry_over"] * 2
+    calls = shown(TextDelta(text="Hello f"), usage, TextDelta(text="rom the mock."), StepSaved(rev=1, message_ids=[]))
+    assert calls == [("reply_text", "Hello f"), ("retry_over",), ("reply_text", "rom the mock."), ("retry_over",)]
     assert changes_numbers(usage) and not changes_numbers(Notice(text="x"))
 
 

@@ -225,3 +225,62 @@ def test_a_lenient_whole_completion_without_ids_or_a_finish_reason() -> None:
     api = MockAPI(httpx2.Response(200, json=completion))
     events = list(_agent(api).turn("hi"))
     assert events[-1].type == "turn_finished" and events[-1].reply.content == "Hello there."  # type: ignore[union-attr]
+
+
+DOUBLED = {  # Qwen2.5's chat template shows the format as {{"name": ..., "arguments": ...}}; the 1.5B copies it
+    "object": '{{"name": "core_memory_append", "arguments": {"label": "human", "content": "Name: Ada"}}}',
+    "string": '{{"name": "bob__read_memory_blocks", "arguments": "{\\"label\\": \\"human\\"}"}}',
+    "tagged": '<tool_call>\n{{"name": "core_memory_append", "arguments": {"label": "human", "content": "Name: Ada"}}}'
+              "\n</tool_call>",
+}
+
+
+@pytest.mark.parametrize("form", sorted(DOUBLED))
+def test_a_call_in_doubled_braces_copied_from_the_chat_template_is_read(form: str) -> None:
+    tools = {"core_memory_append": ["label", "content"], "bob__read_memory_blocks": ["label"]}
+    found = parse_text_calls(DOUBLED[form], tools)
+    assert found is not None and len(found.calls) == 1
+    expected = {"label": "human"} if form == "string" else {"label": "human", "content": "Name: Ada"}
+    assert json.loads(found.calls[0].arguments) == expected
+    assert parse_text_calls('{{"name": "resnet50", "parameters": {"layers": 50}}}', tools) is None  # no tool's name
+    assert parse_text_calls('{{ greeting }} and {{"name": "x"}}', tools) is None
+
+
+def test_a_doubled_brace_call_streamed_in_pieces_runs() -> None:
+    api = MockAPI(sse_response(_reply(DOUBLED["object"], 9)), sse_response(oa_text_reply("Hi Ada!")))
+    agent = _agent(api)
+    events = list(agent.turn("I'm Ada"))
+    assert agent.block("human").value.endswith("Name: Ada")
+    assert "".join(e.text for e in events if e.type == "text_delta") == "Hi Ada!"
+
+
+def test_a_call_followed_by_an_invented_next_turn_runs_without_it() -> None:
+    call = '{"name": "core_memory_append", "arguments": {"label": "human", "content": "Likes tea"}}'
+    text = call + "\n\nHuman: what do you know about me?\nAssistant: ..."
+    api = MockAPI(sse_response(_reply(text, 6)), sse_response(oa_text_reply("Noted.")))
+    agent = _agent(api)
+    events = list(agent.turn("I like tea"))
+    assert agent.block("human").value.endswith("Likes tea")
+    assert "".join(e.text for e in events if e.type == "text_delta") == "Noted."  # the invented turn is not shown
+    tools = {"core_memory_append": ["label", "content"]}
+    for rest in ("\n\nUser: and now?", "<|im_end|>\n<|im_start|>user\nmore", "\n<|im_start|>user\nmore",
+                 "<|im_end|>"):
+        found = parse_text_calls(call + rest, tools)
+        assert found is not None and [c.name for c in found.calls] == ["core_memory_append"], rest
+    assert parse_text_calls(call + "\n\nThat is how a call looks; User: is not a role here.", tools) is None
+
+
+def test_list_arguments_are_taken_as_the_parameters_in_order() -> None:
+    text = '{"name": "core_memory_append", "arguments": ["human", "Name: Ada"]}'
+    api = MockAPI(sse_response(_reply(text, 3)), sse_response(oa_text_reply("Hi Ada!")))
+    agent = _agent(api)
+    events = list(agent.turn("I'm Ada"))
+    [finished] = [e for e in events if e.type == "tool_call_finished"]
+    assert not finished.is_error and agent.block("human").value.endswith("Name: Ada")
+    found = parse_text_calls('{"name": "conversation_search", "arguments": ["hiking"]}',
+                             {"conversation_search": ["query", "page"]})
+    assert found is not None and json.loads(found.calls[0].arguments) == {"query": "hiking"}
+    too_long = '{"name": "conversation_search", "arguments": ["hiking", 1, 2]}'
+    for tools in ({"conversation_search": ["query", "page"]}, {"conversation_search"}):  # too long; names only
+        found = parse_text_calls(too_long, tools)
+        assert found is not None and json.loads(found.calls[0].arguments) == {}

@@ -4,8 +4,11 @@ their intent into native tool calls.
 A reply counts as tool calls only when it is essentially nothing else: one or more calls, each a fenced
 block or a `<tool_call>…</tool_call>` tag, or the rest of the reply as bare JSON objects (or lists of
 them), with at most a short lead-in before them (`LEAD_IN_CHARS`) and nothing but whitespace between and
-after them (markers such as `[TOOL_CALLS]` and `<|python_tag|>` are ignored). A call is an object with
-`name` (or `function: {name, arguments}`) and `arguments` or `parameters`. It is taken when it names an
+after them (markers such as `[TOOL_CALLS]` and `<|python_tag|>` are ignored). A reply ends at a role marker
+that begins a line (`User:`, `Human:`…) or at `<|im_end|>`/`<|im_start|>`: what follows is a next turn the
+model invented. A call is an object with `name` (or `function: {name, arguments}`) and `arguments` or
+`parameters`, also in doubled braces (`{{"name": …}}`, as Qwen2.5's chat template shows the format); list
+arguments are taken as the tool's parameters in order, when those are known. It is taken when it names an
 offered tool, and also, as a near miss that earns a hint, when it names a memory block, or carries
 arguments under a name close to an offered tool's. A JSON example inside a longer answer stays text, and
 so does JSON data whose names are no tool's.
@@ -16,7 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -29,8 +32,9 @@ _SEGMENT = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(?P<fenced>.*?)```|<tool_call>
                       re.DOTALL)
 OPENERS = ("```", "<tool_call>", "{", "[", "<|python_tag|>")  # how a reply that is a call can begin
 CLOSE_NAME = 0.6  # an unknown tool name this close to an offered one is a near miss (difflib ratio)
+_NEXT_TURN = re.compile(r"^[ \t]*(?:Human|User|Assistant|System)[ \t]*:|<\|im_end\|>|<\|im_start\|>", re.MULTILINE)
 
-Tools = Union[Mapping[str, Collection[str]], Collection[str]]  # offered tool names, with their parameters if known
+Tools = Union[Mapping[str, Sequence[str]], Collection[str]]  # offered tool names, with their parameters (in order)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,20 @@ def _loads(text: str) -> Any:
     return None
 
 
+def _decode(decoder: json.JSONDecoder, text: str, i: int) -> tuple[Any, int]:
+    """The JSON value at `i` and where it ends, or an object in doubled braces; ValueError when neither."""
+    try:
+        return decoder.raw_decode(text, i)
+    except ValueError:
+        if not text.startswith("{{", i):
+            raise
+    value, end = decoder.raw_decode(text, i + 1)
+    end += len(text[end:]) - len(text[end:].lstrip())
+    if not isinstance(value, dict) or not text.startswith("}", end):
+        raise ValueError("not an object in doubled braces")
+    return value, end + 1
+
+
 def _values(text: str) -> list[Any] | None:
     """One or more JSON values with only whitespace between and after them (objects on separate lines); None
     when anything else is there."""
@@ -73,22 +91,25 @@ def _values(text: str) -> list[Any] | None:
     values: list[Any] = []
     while i < len(text):
         try:
-            value, end = decoder.raw_decode(text, i)
+            value, end = _decode(decoder, text, i)
         except (ValueError, RecursionError):
             whole = _loads(text[i:])  # a trailing comma, perhaps
+            if whole is None and text.startswith("{{", i) and text.endswith("}}"):
+                whole = _loads(text[i + 1:-1])
+                whole = whole if isinstance(whole, dict) else None
             return values + [whole] if whole is not None else None
         values.append(value)
         i = end + len(text[end:]) - len(text[end:].lstrip())
     return values or None
 
 
-def _tool_map(tools: Tools) -> dict[str, set[str] | None]:
+def _tool_map(tools: Tools) -> dict[str, tuple[str, ...] | None]:
     if isinstance(tools, Mapping):
-        return {name: set(params) for name, params in tools.items()}
+        return {name: tuple(params) for name, params in tools.items()}
     return {name: None for name in tools}
 
 
-def _as_call(value: Any, tools: dict[str, set[str] | None], labels: Collection[str]) -> ToolCall | None:
+def _as_call(value: Any, tools: dict[str, tuple[str, ...] | None], labels: Collection[str]) -> ToolCall | None:
     """One call object as a ToolCall, or None when it is not call-shaped (see the module docstring)."""
     if not isinstance(value, dict):
         return None
@@ -102,21 +123,24 @@ def _as_call(value: Any, tools: dict[str, set[str] | None], labels: Collection[s
     arguments = value.get("arguments", value.get("parameters", value.get("args")))
     if isinstance(arguments, str):
         parsed = _loads(arguments)
-        arguments = parsed if isinstance(parsed, dict) else arguments
+        arguments = parsed if isinstance(parsed, (dict, list)) else arguments
     if name in labels and arguments is None:  # {"name": "human", "content": "..."}: a block named, not a tool
         arguments = {k: v for k, v in value.items() if k != "name"}
     if name not in tools and name not in labels:
         near = difflib.get_close_matches(name, list(tools), n=1, cutoff=CLOSE_NAME)
         if not isinstance(arguments, dict) or not near:
             return None  # {"name": "resnet50", "parameters": {...}}: data the user asked for, not a call
+    params = tools.get(name)
+    if isinstance(arguments, list) and params and len(arguments) <= len(params):
+        arguments = dict(zip(params, arguments))  # ["human", "Ada"]: positional, in the schema's order
     if not isinstance(arguments, dict):
         arguments = {}
-    params = tools.get(name)
     arguments = {k: v for k, v in arguments.items() if k not in SCHEMA_LEFTOVERS or (params and k in params)}
     return ToolCall(id=new_id("call"), name=name, arguments=json.dumps(arguments, ensure_ascii=False))
 
 
-def _calls_in(values: list[Any], tools: dict[str, set[str] | None], labels: Collection[str]) -> list[ToolCall] | None:
+def _calls_in(values: list[Any], tools: dict[str, tuple[str, ...] | None],
+              labels: Collection[str]) -> list[ToolCall] | None:
     items = [item for value in values for item in (value if isinstance(value, list) and value else [value])]
     calls = [_as_call(item, tools, labels) for item in items]
     return None if not calls or any(c is None for c in calls) else [c for c in calls if c is not None]
@@ -128,9 +152,15 @@ def _unmarked(text: str) -> str:
     return text.strip()
 
 
+def _own_turn(text: str) -> str:
+    """`text` up to the first role marker after its start (a next turn the model invented)."""
+    marker = next((m for m in _NEXT_TURN.finditer(text) if text[:m.start()].strip()), None)
+    return text[:marker.start()] if marker else text
+
+
 def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> TextCalls | None:
     """The tool calls `text` consists of, or None when it is an ordinary reply (see the module docstring)."""
-    stripped = _unmarked(text)
+    stripped = _unmarked(_own_turn(text))
     offered = _tool_map(tools)
     if not stripped or not offered:
         return None
@@ -168,6 +198,8 @@ def _possible(held: str) -> bool:
         body = held[newline + 1:].lstrip() if newline >= 0 else ""
         return newline < 0 or not body or body[0] in "{[<"
     after = held[1:].lstrip()
+    if held[0] == "{" and after[:1] == "{":  # {{"name": …}}, as Qwen2.5's chat template shows a call
+        after = after[1:].lstrip()
     if not after:
         return True
     return after[0] == '"' if held[0] == "{" else after[0] in "{["

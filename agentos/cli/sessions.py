@@ -24,7 +24,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return Repl(agent).run()
 
 
+def on_a_terminal() -> bool:
+    """Whether both ends are a terminal (the full-screen TUI needs one to draw on and read keys from)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
+    """The full-screen TUI; without a terminal (piped, in a script, under a CI runner), the line REPL instead."""
+    if not on_a_terminal():
+        print(f"agentos tui needs a terminal, and this is not one (input or output is piped); chatting with "
+              f'"{args.name}" in the line REPL instead (agentos chat {args.name}).', file=sys.stderr)
+        return Repl(Agent.load(args.name)).run()
     return _tui().run_tui(Agent.load(args.name))
 
 
@@ -46,7 +56,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def run_demo(agent: Agent, plain: bool) -> int:
     """The demo in the TUI with its guided tour on a terminal; the line REPL with --plain or when piped."""
-    if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if plain or not on_a_terminal():
 
         print("Tell it your name and what you like, ask it to remember something, quit, and come back. "
               f"A tour to type: {' · '.join(DEMO_TOUR)}")
