@@ -36,6 +36,7 @@ class MemoryServer:
         self.bus = InMemorySubscriptionBus()
         self._legacy: dict[str, set[Any]] = {}  # uri -> sessions that asked by resources/subscribe
         self._seen: Saved | None = gate.saved()
+        self._served = tools.served_tools(gate, read_only)  # read again when the agent's revision moves
         self.server = Server(
             f"agentos-{gate.name}", version=__version__, instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool, on_list_resources=self._list_resources,
@@ -46,17 +47,15 @@ class MemoryServer:
 
     async def _list_tools(self, ctx: Any, params: Any) -> Any:
         t = self._types
-        served = await self._anyio.to_thread.run_sync(lambda: tools.served_tools(self.gate, self.read_only))
         return t.ListToolsResult(tools=[t.Tool(name=s.name, description=s.description, input_schema=s.schema)
-                                        for s in served])
+                                        for s in self._served])
 
     async def _call_tool(self, ctx: Any, params: Any) -> Any:
         t = self._types
         name, arguments = params.name, dict(params.arguments or {})
-        served = await self._anyio.to_thread.run_sync(lambda: tools.served_tools(self.gate, self.read_only))
-        tool = next((s for s in served if s.name == name), None)
+        tool = next((s for s in self._served if s.name == name), None)
         if tool is None:
-            known = ", ".join(s.name for s in served)
+            known = ", ".join(s.name for s in self._served)
             why = " (this server is read-only)" if self.read_only and name in (*tools.WRITES, "remember") else ""
             answer = tools.Answer(f'no tool "{name}"{why}; the tools are: {known}.', is_error=True)
         else:
@@ -102,6 +101,7 @@ class MemoryServer:
         if now is None:
             return []
         self._seen = now
+        self._served = await self._anyio.to_thread.run_sync(lambda: tools.served_tools(self.gate, self.read_only))
         changed = resources.changed_uris(self.gate.name, before.blocks if before else None, now.blocks)
         for uri in changed:
             await self.bus.publish(ResourceUpdated(uri=uri))
