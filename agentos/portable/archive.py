@@ -5,19 +5,23 @@ A zip of stored members: `manifest.json` (format, version, what is inside and ho
 never in it), and one Arrow IPC stream (zstd-compressed) per table: the agent's messages, its memory edit log, its restore points
 and every table of every memory tier (`tiers/<tier>/<table>.arrow`, found through `Tier.table_names`, so a new tier
 is exported with no change here). Arrow keeps vectors as float32 and each table's schema metadata (the embedder's
-identity); the zip keeps a CRC of every member, so a damaged file is refused before anything is written.
-Tables are streamed in batches both ways: memory stays bounded whatever the agent's size.
+identity); the zip keeps a CRC of every member, and `archive_checks` reads every member through against the schema
+of its table and the rows the manifest counts, so a damaged file is refused before anything is written.
+Tables are streamed in batches both ways: memory stays bounded whatever the agent's size. The file is written as
+`TARGET.partial` under a lock and renamed once whole (see `PartialFile`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
 from typing import IO, Any
 
 import pyarrow as pa
@@ -25,10 +29,23 @@ import pyarrow.ipc as ipc
 from pydantic import ValidationError
 
 from agentos.agent.agent import Agent
+from agentos.agent.directory import is_empty
 from agentos.agent.state import AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentOSError
 from agentos.memory import tiers as tier_registry
 from agentos.messages import new_id
+from agentos.portable.archive_checks import (
+    AGENT_PLACEHOLDER,
+    FORMAT,
+    FORMAT_VERSION,
+    STATE,
+    ZIP_ERRORS,
+    ExportFileError,
+    check_members,
+    read_manifest,
+    reason,
+)
+from agentos.portable.archive_checks import member_label as _member_label
 from agentos.portable.trust import check_model_server
 from agentos.providers.models import parse_spec
 from agentos.storage.filters import quote
@@ -37,17 +54,17 @@ from agentos.storage.schemas import restore_points_table_name
 from agentos.storage.store import Store
 from agentos.version import __version__
 
-FORMAT = "agentos-agent"
-FORMAT_VERSION = 1
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no locks; a stale partial file is still written over
+    fcntl = None  # type: ignore[assignment]
+
 SUFFIX = ".agentos"
 BATCH_ROWS = 4096
-AGENT_PLACEHOLDER = "AGENT"  # a tier's table names are written with this in place of the agent's id
+__all__ = ["FORMAT", "FORMAT_VERSION", "ExportFileError", "TransferReport", "copy_agent", "export_agent",
+           "import_agent", "open_export", "read_manifest"]
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
-
-
-class ExportFileError(AgentOSError):
-    """An export file that cannot be imported: not one, damaged, cut short or from a newer agentos."""
 
 
 @dataclass
@@ -58,18 +75,14 @@ class TransferReport:
     path: Path
     rows: dict[str, int] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what else it did (a stale partial file it removed)
 
     def lines(self) -> list[str]:
         counts = ", ".join(f"{n:,} {member}" for member, n in self.rows.items())
         out = [f'agent "{self.name}" <-> {self.path}: {counts or "no rows"}']
         out += [f"  not imported: {why}" for why in self.skipped]
+        out += [f"  {note}" for note in self.notes]
         return out
-
-
-def _member_label(member: str) -> str:
-    """How a member is named to people: "messages", "memory edits", "archival", "recall vectors"."""
-    stem = member.removesuffix(".arrow").rsplit("/", 1)[-1]
-    return stem.replace("_" + AGENT_PLACEHOLDER, "").replace("_", " ")
 
 
 def _tier_members(agent_id: str) -> Iterator[tuple[str, str, str]]:
@@ -154,11 +167,10 @@ def _export(store: Store, state: AgentState, name: str, path: Path, progress: Pr
         ("restore_points.arrow", restore_points_table_name(agent_id), f"rev <= {state.rev}"),
         *((member, table, None) for member, table, _ in _tier_members(agent_id)),
     ]
-    partial = path.with_name(path.name + ".partial")
     members: dict[str, dict[str, Any]] = {}
-    try:
-        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
-            archive.writestr("state.json", state.model_dump_json())
+    with PartialFile(path) as partial:
+        with zipfile.ZipFile(partial.file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+            archive.writestr(STATE, state.model_dump_json())
             for member, table, where in tables:
                 scanned = _scan(store, table, where)
                 if scanned is None:
@@ -175,32 +187,73 @@ def _export(store: Store, state: AgentState, name: str, path: Path, progress: Pr
 
             manifest["agentos_version"] = __version__
             archive.writestr("manifest.json", json.dumps(manifest, indent=1))
-        partial.replace(path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+        partial.commit()
+    report.notes += [partial.note] if partial.note else []
     return report
 
 
-def read_manifest(archive: zipfile.ZipFile, path: Path) -> dict[str, Any]:
-    """The manifest of an export file, checked: the format, a version this agentos reads, members that exist."""
+class PartialFile:
+    """The file an export writes until it is whole: `TARGET.partial`, renamed to TARGET by `commit` (without a commit
+    it is removed). Its process holds an exclusive `flock` on it while it writes, which the system drops however the
+    process ends: one that can be locked was left by a killed export, and is written over (`note` says so); one that
+    cannot is another process's export still being written, left alone, and this export is refused."""
+
+    def __init__(self, target: Path) -> None:
+        self.target, self.path = target, target.with_name(target.name + ".partial")
+        self.note: str | None = None
+        self.file: IO[bytes] = None  # type: ignore[assignment]  # set by __enter__
+        self._committed = False
+
+    def __enter__(self) -> PartialFile:
+        for _ in range(100):  # the file at `path` was replaced between opening and locking it: open it again
+            stale = _size(self.path)
+            handle = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666), "r+b")
+            if not _lock(handle):
+                handle.close()
+                raise AgentOSError(f"another export is writing {self.target} now ({self.path.name} is in use); wait "
+                                   f"for it to finish, or export to another file.")
+            if _size(self.path) is not None and os.fstat(handle.fileno()).st_ino == os.stat(self.path).st_ino:
+                break
+            handle.close()
+        else:  # pragma: no cover - other processes replace the file a hundred times in a row
+            raise AgentOSError(f"cannot take {self.path} for the export: other processes keep replacing it.")
+        if stale is not None:
+            self.note = f"removed {self.path.name} ({stale:,} bytes), left by an export that was cut short"
+        handle.truncate(0)
+        self.file = handle
+        return self
+
+    def commit(self) -> None:
+        """The file is complete: put it in place, still locked (no other export takes it meanwhile)."""
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.path.replace(self.target)
+        self._committed = True
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            if not self._committed:
+                self.path.unlink(missing_ok=True)
+        finally:
+            self.file.close()  # and the lock with it
+
+
+def _size(path: Path) -> int | None:
     try:
-        manifest = json.loads(archive.read("manifest.json"))
-    except KeyError:
-        raise ExportFileError(f"{path} is a zip file but not an agentos export (it has no manifest.json).") from None
-    except (ValueError, zipfile.BadZipFile) as exc:
-        raise ExportFileError(f"{path} is damaged: its manifest cannot be read ({exc}).") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ExportFileError(f"{path} is not an agentos export (its manifest names format {manifest.get('format')!r}).")
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ExportFileError(f"{path} was written by a newer agentos (format version {version}; this one reads up "
-                              f"to {FORMAT_VERSION}). Upgrade agentos to import it.")
-    names = set(archive.namelist())
-    missing = [m for m in ["state.json", *manifest.get("members", {})] if m not in names]
-    if missing:
-        raise ExportFileError(f"{path} is incomplete: it lacks {', '.join(missing)}.")
-    return manifest
+        return path.stat().st_size
+    except FileNotFoundError:
+        return None
+
+
+def _lock(handle: IO[bytes]) -> bool:
+    """Take the file's lock without waiting; False when another process holds it."""
+    if fcntl is None:  # pragma: no cover
+        return True
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def open_export(path: Path) -> zipfile.ZipFile:
@@ -209,16 +262,16 @@ def open_export(path: Path) -> zipfile.ZipFile:
         archive = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise ExportFileError(f"{path} does not exist.") from None
-    except zipfile.BadZipFile:
-        raise ExportFileError(f"{path} is not a complete agentos export: it is cut short or not a zip file at all. "
-                              f"Export the agent again.") from None
     except OSError as exc:
         raise ExportFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ZIP_ERRORS:
+        raise ExportFileError(f"{path} is not a complete agentos export: it is cut short or not a zip file at all. "
+                              f"Export the agent again.") from None
     try:
         bad = archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+    except (*ZIP_ERRORS, OSError) as exc:  # OSError: a header that sends a read before the file's start
         archive.close()
-        raise ExportFileError(f"{path} is damaged ({exc}). Export the agent again.") from None
+        raise ExportFileError(f"{path} is damaged ({reason(exc)}). Export the agent again.") from None
     if bad is not None:
         archive.close()
         raise ExportFileError(f"{path} is damaged: member {bad} fails its checksum. Export the agent again.")
@@ -242,16 +295,22 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
                  model: str | None = None) -> TransferReport:
     """Restore the agent in export file `path` as `name` (default: its own), under a new internal id. Refused, with
     nothing written, when the name is taken, the file is damaged, or its model would send a key to a server not on this
-    machine (`model` chooses one instead); a failure part-way removes what was written."""
+    machine (`model` chooses one instead); a failure part-way removes what was written.
+
+    Every check comes before the first write: the manifest's shape, the state, and every table read through
+    against the schema its table must have and the rows the manifest counts (see `archive_checks`)."""
 
     with open_export(path) as archive:
         manifest = read_manifest(archive, path)
         try:
-            state = AgentState.model_validate_json(archive.read("state.json"))
+            state = AgentState.model_validate_json(archive.read(STATE))
         except ValidationError as exc:
-            raise ExportFileError(f"{path} holds an agent state this agentos cannot read: {exc.errors()[0]['msg']}.") from None
+            raise ExportFileError(f"{path} holds an agent state this agentos cannot read: "
+                                  f"{reason(ValueError(exc.errors()[0]['msg']))}.") from None
+        except (*ZIP_ERRORS, OSError) as exc:
+            raise ExportFileError(f"{path} is damaged: its state cannot be read ({reason(exc)}).") from None
         target = validate_name(name or state.name)
-        if store.agent_row(target) is not None:
+        if not is_empty(store) and store.agent_row(target) is not None:  # a new data home is not made yet
             hint = "Import it under another name with --name NEW." if name is None else "Pick another name."
             raise AgentExistsError(f'an agent named "{target}" already exists. {hint}')
         if model is not None:
@@ -259,14 +318,15 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
             state.model = model
         else:
             check_model_server(state.model, path)
+        check_members(archive, path, manifest, state)
         agent_id = new_id("agent")  # its own: two imports of one file, or one after a crashed import, never share rows
         report = TransferReport(name=target, path=path)
-        members: dict[str, Any] = manifest.get("members", {})
+        members: dict[str, Any] = manifest["members"]
         tiers = {member: table for member, table, _ in _tier_members(agent_id)}
         tiers["restore_points.arrow"] = restore_points_table_name(agent_id)  # per agent, created whole like a tier's
         try:
             for member, info in members.items():
-                total = int(info.get("rows", 0))
+                total = int(info["rows"])
                 label = _member_label(member)
                 reader = _read_stream(archive, member)
                 batches = _counted(_with_agent(iter(reader), agent_id), label, total, progress)
@@ -277,7 +337,7 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
                 elif member in tiers:
                     store.db.create_stream(tiers[member], pa.RecordBatchReader.from_batches(reader.schema, batches))
                 else:
-                    report.skipped.append(f"{label} ({info.get('rows', 0)} rows): its memory tier is not installed here")
+                    report.skipped.append(f"{label} ({total} rows): its memory tier is not installed here")
                     continue
                 report.rows[label] = total
             state.id, state.name = agent_id, target
@@ -287,8 +347,8 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
             store.purge(agent_id)
             tier_registry.delete_tiers(store.db, agent_id)
             if isinstance(exc, (pa.ArrowException, ValueError)) and not isinstance(exc, AgentOSError):
-                raise ExportFileError(f"{path} is damaged: a table in it cannot be read ({exc}). Nothing was "
-                                      f"imported; export the agent again.") from exc
+                raise ExportFileError(f"{path} is damaged: a table in it cannot be read ({reason(exc)}). Nothing "
+                                      f"was imported; export the agent again.") from exc
             raise
     store.release(lease)  # registered and complete from here on
     Agent.load(target, store=store, read_only=True)  # it opens: the check a user would make next
