@@ -85,11 +85,11 @@ class Retrying(BaseModel):
 
 
 class ReplyIncomplete(BaseModel):
-    """The model's answer did not end normally: cut at its output limit, refused, a stream that ended without
-    saying why, or a connection lost mid-reply. Its text is kept, but it is not a complete reply."""
+    """The model's answer did not end normally: cut at its output limit or by a full context window, refused, a
+    stream that ended without saying why, or a connection lost mid-reply. Its text is kept, but it is not a complete reply."""
 
     type: Literal["reply_incomplete"] = "reply_incomplete"
-    reason: Literal["max_tokens", "refusal", "no_finish_reason", "other", "disconnected"]
+    reason: Literal["max_tokens", "window_full", "refusal", "no_finish_reason", "other", "disconnected"]
     detail: str
 
 

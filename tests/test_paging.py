@@ -375,3 +375,74 @@ def test_an_eviction_is_saved_even_when_the_turn_then_fails() -> None:
     assert [m.id for m in reloaded.context] == [m.id for m in agent.context]
     assert len(reloaded.context) < before
     assert reloaded.state.summary == agent.state.summary != ""
+
+
+def test_a_compaction_that_changes_nothing_is_not_reported_as_one() -> None:
+    """Asked to compact after an overflow in a tool loop, with only the question before the call and a tool result
+    too short to cut: nothing can go, and the user is told that, not "0 old messages moved out"."""
+    from agentos.messages import ToolCall
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: The key.
+        """
+        return "value " * 22  # 132 characters: shorter than a truncation note would make it
+
+    call = Step(tool_calls=[ToolCall(id="c1", name="lookup", arguments='{"key": "k"}')])
+    overflow = ContextOverflowError("prompt is too long")
+    agent = make_agent(window=WINDOW, tools=(lookup,), overflow_retries=1)
+    agent.roles.use("main", ScriptedProvider([call, overflow, overflow], context_window=WINDOW))
+    events = list(agent.turn("look it up " * 20))
+    assert not [e for e in events if isinstance(e, MessagesEvicted)]
+    assert any(isinstance(e, Notice) and e.text.startswith("nothing to compact") for e in events)
+    assert isinstance(events[-1], TurnFailed) and events[-1].kind == "ContextOverflowError"
+
+
+def test_a_local_servers_summary_is_waited_for_past_the_hosted_timeout() -> None:
+    """A model on a CPU takes minutes; giving up leaves a single-slot server busy with the summary anyway."""
+    def slow(request: ModelRequest) -> str:
+        time.sleep(0.3)
+        return "S: the user talked about numbered topics."
+
+    local = Summarizer(slow)
+    local.name = "llamacpp"
+    agent = make_agent(summarizer=local, summary_timeout_s=0.05)
+    evictions = [e for e in talk(agent, 30) if isinstance(e, MessagesEvicted)]
+    assert evictions and all(e.summarized for e in evictions), evictions[0].note
+
+
+def test_a_local_server_is_asked_for_the_summary_as_a_continuation_of_the_main_prompt() -> None:
+    """A single-slot server keeps one prompt in its cache: the summary continues the main prompt (its system prompt,
+    tools and the messages leaving) instead of replacing it with a prompt of its own."""
+    local = Summarizer()
+    local.name, local.context_window = "llamacpp", 6000  # the agent's own model, on the same server
+    agent = make_agent(window=6000, summarizer=local)
+    evictions = [e for e in talk(agent, 40, size=600) if isinstance(e, MessagesEvicted)]
+    assert evictions and all(e.summarized for e in evictions)
+    main = requests(agent)
+    for asked in local.requests:
+        before = max((r for r in main if r.messages[:len(asked.messages) - 1] == asked.messages[:-1]),
+                     key=lambda r: len(r.messages), default=None)
+        assert before is not None  # the main request it continues
+        assert (asked.system_static, asked.system_dynamic, asked.tools) == (before.system_static,
+                                                                           before.system_dynamic, before.tools)
+        assert asked.messages[-1].content.startswith("[Memory maintenance, not from the user] The messages above")
+    assert "at most" in local.requests[-1].messages[-1].content
+
+
+def test_a_continuation_answered_with_a_tool_call_falls_back_to_the_summarizer_prompt() -> None:
+    def reply(request: ModelRequest) -> str:
+        if request.tools:
+            return '<tool_call>{"name": "core_memory_append", "arguments": {}}</tool_call>'
+        return "S: the user talked about numbered topics."
+
+    local = Summarizer(reply)
+    local.name, local.context_window = "llamacpp", 6000  # the agent's own model, on the same server
+    agent = make_agent(window=6000, summarizer=local)
+    evictions = [e for e in talk(agent, 40, size=600) if isinstance(e, MessagesEvicted)]
+    assert evictions and all(e.summarized for e in evictions)
+    assert agent.state.summary == "S: the user talked about numbered topics."
+    assert [bool(r.tools) for r in local.requests][:2] == [True, False]

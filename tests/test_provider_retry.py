@@ -98,3 +98,34 @@ def test_closing_the_stream_during_a_back_off_ends_it_at_once(seen: int) -> None
     events.close()  # type: ignore[attr-defined]  # a generator, typed as an Iterator
     assert sleeps == [RETRY_TICK] * (seen - 1) and len(attempts) == 1  # no further sleep, no further attempt
     assert list(events) == []
+
+
+@pytest.mark.usefixtures("allow_real_providers")
+def test_a_connection_lost_says_whether_the_server_was_reached_and_a_cut_reply_says_it_was_cut() -> None:
+    import httpx2
+    from mock_api import Backoffs, ChunkStream, MockAPI, oa_delta, oa_event, oa_text_reply, sse_response
+
+    from agentos.errors import IncompleteStreamError
+    from agentos.messages import Message
+    from agentos.providers.base import ModelRequest
+    from agentos.providers.openai_provider import OpenAIProvider
+
+    def provider(api: MockAPI) -> OpenAIProvider:
+        return OpenAIProvider("m", family="llamacpp", base_url="http://127.0.0.1:8091/v1", http_client=api.client(),
+                              retry=RetryPolicy(max_retries=1, jitter=0, sleep=Backoffs(lambda: len(api.requests))))
+
+    request = ModelRequest("s", "", [Message.user("hi")])
+    cut = ChunkStream([oa_event(oa_delta({"role": "assistant", "content": "Hiking is "}))],
+                      then=httpx2.RemoteProtocolError("peer closed connection without sending complete message body"))
+    with pytest.raises(IncompleteStreamError) as caught:
+        list(provider(MockAPI(sse_response(cut))).stream(request))
+    assert str(caught.value).startswith("llama.cpp server at http://127.0.0.1:8091/v1 stopped mid-reply")
+    closed = MockAPI(httpx2.RemoteProtocolError("Server disconnected without sending a response."),
+                     sse_response(oa_text_reply("hi")))
+    events = list(provider(closed).stream(request))
+    [retrying] = [e for e in events if isinstance(e, StreamRetrying)][:1]
+    assert retrying.error.startswith("llama.cpp server at http://127.0.0.1:8091/v1 closed the connection without "
+                                     "finishing its answer (Server disconnected without sending a response.)")
+    assert isinstance(events[-1], StreamDone) and len(closed.requests) == 2  # retried: nothing had arrived
+    with pytest.raises(ServerError, match=r"^could not reach llama.cpp server at http://127.0.0.1:8091/v1"):
+        list(provider(MockAPI(httpx2.ConnectError("refused"), httpx2.ConnectError("refused"))).stream(request))

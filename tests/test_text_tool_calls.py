@@ -11,6 +11,8 @@ from mock_api import MockAPI, oa_delta, oa_sse, oa_text_reply, oa_usage, sse_res
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
 from agentos.agent.text_calls import CallWatch, parse_text_calls
+from agentos.events import TextDelta, ToolCallFinished
+from agentos.providers import ScriptedProvider
 from agentos.providers.openai_provider import OpenAIProvider
 from agentos.providers.retry import RetryPolicy
 
@@ -284,3 +286,30 @@ def test_list_arguments_are_taken_as_the_parameters_in_order() -> None:
     for tools in ({"conversation_search": ["query", "page"]}, {"conversation_search"}):  # too long; names only
         found = parse_text_calls(too_long, tools)
         assert found is not None and json.loads(found.calls[0].arguments) == {}
+
+
+def test_a_tool_result_the_model_writes_itself_is_taken_and_answered_never_shown() -> None:
+    """Qwen2.5-Coder-1.5B, after a successful core_memory_append, wrote its own result in its template's doubled
+    braces as the whole reply (recorded through agentos, 2026-12-05)."""
+    recorded = ('{{"name": "tool_response", "arguments": {"response": "Appended to block \\"human\\"; it now has '
+                '58 of 5,000 characters."}}}')
+    found = parse_text_calls(recorded, {"core_memory_append": ["label", "content"]}, ["human", "persona"])
+    assert found is not None and [c.name for c in found.calls] == ["tool_response"]
+    provider = ScriptedProvider([recorded, "Got it, Ana."])
+    agent = Agent.create("qwen", provider=provider, settings=AgentSettings(text_tool_calls=True))
+    events = list(agent.turn("My name is Ana Souza. Please remember it."))
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown == "Got it, Ana." and "tool_response" not in shown
+    [result] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert result.is_error and "reply to the user in plain words" in result.result
+
+
+def test_a_tool_result_in_the_templates_tags_is_answered_never_shown() -> None:
+    """The same model, standard prompts: after the call it wrote Qwen's result tags as the reply (2026-12-05)."""
+    recorded = '<tool_response> Updated block "human"; it now has 5,000 characters.</tool_response>'
+    provider = ScriptedProvider([recorded, "Noted: no peanuts."])
+    agent = Agent.create("qwen", provider=provider, settings=AgentSettings(text_tool_calls=True))
+    events = list(agent.turn("I'm allergic to peanuts, keep that in mind."))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Noted: no peanuts."
+    watch = CallWatch(True)
+    assert watch.feed("<tool_resp") == "" and watch.feed("onse> x") == ""  # held back while it streams in

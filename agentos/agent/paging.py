@@ -17,13 +17,19 @@ from typing import Any
 from agentos.agent.prompts import SUMMARY_ID, PromptRenderer
 from agentos.agent.state import PagerSettings
 from agentos.agent.turn_state import Calibration, Compaction
+from agentos.errors import ProviderError
 from agentos.events import MessagesEvicted, Notice
 from agentos.messages import Message, Usage
 from agentos.pager import ALERT_NAME, Budget, Counts, Plan, Reason, plan
+from agentos.providers import prefix_cache
 from agentos.providers.base import ModelRequest, Provider, complete
+from agentos.providers.models import LOCAL_FAMILIES
 from agentos.tokens import MESSAGE_OVERHEAD, EstimateCounter, MessageSizes, TokenCounter, count_message, counter_for
 
 LINE_LIMIT = 2000  # characters of one message in the summarizer's transcript
+# The least a local server's summary is waited for: a CPU model takes minutes, and a single-slot server makes the
+# next call wait for an abandoned one anyway (the provider's read timeout still ends a server that stops sending).
+LOCAL_SUMMARY_TIMEOUT_S = 600.0
 MIN_KEPT_CHARS = 48  # a truncated message keeps at least its start: never cut to nothing
 _MARKER = re.compile(r"\[(\d+) earlier messages were removed from context without a summary[^\]]*\]\s*$")
 
@@ -85,6 +91,14 @@ def _call(provider: Provider, request: ModelRequest, timeout: float) -> str:
     if "error" in box:
         raise box["error"]
     return str(box["text"])
+
+
+def _continued(provider: Provider, request: ModelRequest, timeout: float) -> str:
+    """A summary asked as a continuation of the main request; "" when it gave none (the usual request follows)."""
+    try:
+        return prefix_cache.usable(_call(provider, request, timeout))
+    except ProviderError:  # longer than the server's window after all, say; a timeout is not tried twice
+        return ""
 
 
 class Pager:
@@ -221,7 +235,7 @@ class Pager:
                                 "was asked to save what matters", data={"tokens": p.tokens_before, "window": b.window})
                 return BeforeCall(alerted=p.alerted, alert=alert, notice=notice)
             if p.action == "evict":
-                return BeforeCall(alerted=p.alerted, compaction=self._compaction(view, p))
+                return BeforeCall(alerted=p.alerted, compaction=self._compaction(view, p))  # None: nothing changed
             return BeforeCall(alerted=p.alerted)
         finally:
             self.seconds += time.perf_counter() - started
@@ -232,30 +246,39 @@ class Pager:
         try:
             counts = self.counts(view.request, view.calibration)
             p = plan(view.context, counts, self.budget(), alerted=view.alerted, reason=reason, attempt=attempt)
+            compaction = self._compaction(view, p) if p.action == "evict" else None
+            if compaction is not None:
+                return compaction
+            why = p.reason or "the context is already small"
             if p.action == "evict":
-                return self._compaction(view, p)
-            return Notice(text=f"nothing to compact: {p.reason or 'the context is already small'}",
-                          data={"tokens": p.tokens_before})
+                why = "no message can go, and those it could cut are too short to shorten"
+            return Notice(text=f"nothing to compact: {why}", data={"tokens": p.tokens_before})
         finally:
             self.seconds += time.perf_counter() - started
 
-    def _compaction(self, view: PagerView, p: Plan) -> Compaction:
-        """The context and summary after carrying out `p`, and the event that reports it."""
+    def _compaction(self, view: PagerView, p: Plan) -> Compaction | None:
+        """The context and summary after carrying out `p`, and the event that reports it; None when carrying it
+        out would change nothing (no message to evict, and those to cut too short to shorten)."""
         before = self.counts(view.request, view.calibration)
         context = list(view.context)
         dropped = {index for index, _ in p.truncate if context[index].name == ALERT_NAME}  # the pager's own note goes
+        cut = 0
         for index, keep in p.truncate:
             if index not in dropped:
-                context[index] = self._truncated(context[index], keep, view.calibration)
+                shorter = self._truncated(context[index], keep, view.calibration)
+                cut += shorter is not context[index]
+                context[index] = shorter
+        if not p.evict and not cut and not dropped:
+            return None
         context = [m for index, m in enumerate(context) if index not in dropped]
         evicted = context[: p.evict]
         summary, note = view.summary, ""
         if evicted:
             summary, note = self._summarize(view, evicted, p.summary_tokens)
             context = context[p.evict :]
-        if p.truncate:
+        if cut:
             note = f"{note}; " if note else ""
-            note += f"truncated {len(p.truncate)} oversized message(s) that stay in context"
+            note += f"truncated {cut} oversized message(s) that stay in context"
         after = self._total_after(before, context, summary, view)
         alerted = p.alerted and after > self.budget().tokens(self.settings.warn_at)
         event = MessagesEvicted(count=len(evicted), tokens_before=before.total, tokens_after=after,
@@ -293,8 +316,12 @@ class Pager:
         limit = max(16, limit - count_message(counter, Message.user(wrapper)))
         try:
             provider = self.summarizer()
-            request = self._summary_request(provider, previous, evicted, limit, counter)
-            text = _call(provider, request, self.settings.summary_timeout_s).strip()
+            local = getattr(provider, "name", None) in LOCAL_FAMILIES
+            timeout = max(self.settings.summary_timeout_s, LOCAL_SUMMARY_TIMEOUT_S if local else 0)
+            shared = self._continuation(provider, view, evicted, limit) if local else None
+            text = _continued(provider, shared, timeout) if shared is not None else ""
+            if not text:
+                text = _call(provider, self._summary_request(provider, previous, evicted, limit, counter), timeout).strip()
         except Exception as exc:  # noqa: BLE001 - any summarizer failure degrades to a marker
             why = f"the summarizer failed ({type(exc).__name__}: {str(exc)[:160]})"
             if isinstance(exc, TimeoutError):
@@ -307,6 +334,18 @@ class Pager:
             why = f"the summary was too long ({size:,} tokens, limit {limit:,})"
             return _marker(previous, len(evicted), fallback_chars), f"not summarized: {why}; evicted with a marker"
         return text, ""
+
+    def _continuation(self, provider: Provider, view: PagerView, evicted: list[Message], limit: int) -> ModelRequest | None:
+        """For a local server of the agent's own model, the summary asked as a continuation of the main request, so
+        its prompt cache keeps the main prompt's prefix (`providers.prefix_cache`); None where that does not fit."""
+        if self.settings.summary_model:
+            return None
+        summary_first = bool(view.request.messages) and view.request.messages[0].id == SUMMARY_ID
+        request = prefix_cache.continuation(view.request, evicted, words=max(10, int(limit * 0.6)),
+                                            max_output_tokens=limit, summary_first=summary_first)
+        window = getattr(provider, "context_window", 0) or self.window
+        fits = request is not None and self.counts(request, view.calibration).total + limit <= window
+        return request if fits else None
 
     def _summary_request(self, provider: Provider, previous: str, evicted: list[Message], limit: int,
                          counter: TokenCounter) -> ModelRequest:

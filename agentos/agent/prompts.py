@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import jinja2
 
@@ -16,6 +17,9 @@ from agentos.messages import Message
 SUMMARY_ID = "summary"  # the id of the summary message at the head of every request that has one
 
 
+PromptSet = Literal["standard", "compact"]  # compact: shorter instructions and tool schemas, for small windows
+
+
 def builtin_prompt_dir() -> Path:
     """The `prompts/` folder: inside the installed package, or beside it in a source checkout."""
     here = Path(__file__).resolve().parent.parent
@@ -24,13 +28,16 @@ def builtin_prompt_dir() -> Path:
 
 
 @lru_cache(maxsize=16)
-def _environment(prompt_dir: str | None) -> jinja2.Environment:
+def _environment(prompt_dir: str | None, prompt_set: PromptSet = "standard") -> jinja2.Environment:
+    """Templates from the user's `prompt_dir` first, then the built-in set's (compact: its own, then the standard)."""
     loaders: list[jinja2.BaseLoader] = []
     if prompt_dir:
         path = Path(prompt_dir).expanduser()
         if not path.is_dir():
             raise ConfigError(f"prompt directory {path} does not exist.")
         loaders.append(jinja2.FileSystemLoader(str(path)))
+    if prompt_set != "standard":
+        loaders.append(jinja2.FileSystemLoader(str(builtin_prompt_dir() / prompt_set)))
     loaders.append(jinja2.FileSystemLoader(str(builtin_prompt_dir())))
     return jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
@@ -56,8 +63,9 @@ class PromptRenderer:
     """Renders one agent's prompts; a user's prompt directory overrides any built-in template, and `system_prompt`
     (the agent's own instructions, kept word for word) replaces system.j2."""
 
-    def __init__(self, prompt_dir: str | None = None, *, system_prompt: str | None = None) -> None:
-        self.env = _environment(prompt_dir)
+    def __init__(self, prompt_dir: str | None = None, *, system_prompt: str | None = None,
+                 prompt_set: PromptSet = "standard") -> None:
+        self.env = _environment(prompt_dir, prompt_set)
         self._static: str | None = system_prompt
 
     def render(self, name: str, **values: object) -> str:

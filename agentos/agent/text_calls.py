@@ -10,8 +10,10 @@ model invented. A call is an object with `name` (or `function: {name, arguments}
 `parameters`, also in doubled braces (`{{"name": …}}`, as Qwen2.5's chat template shows the format); list
 arguments are taken as the tool's parameters in order, when those are known. It is taken when it names an
 offered tool, and also, as a near miss that earns a hint, when it names a memory block, or carries
-arguments under a name close to an offered tool's. A JSON example inside a longer answer stays text, and
-so does JSON data whose names are no tool's.
+arguments under a name close to an offered tool's, or when it is a tool result the model wrote itself (named
+`tool_response`, or in `<tool_response>` tags, as its chat template writes results), so that the model is told to
+reply instead. A JSON example
+inside a longer answer stays text, and so does JSON data whose names are no tool's.
 """
 
 from __future__ import annotations
@@ -24,14 +26,16 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from agentos.messages import ToolCall, new_id
+from agentos.tools.registry import RESULT_NAMES
 
 LEAD_IN_CHARS = 80  # "Sure, I'll remember that:" before the call; more prose than this and it is an answer
 SCHEMA_LEFTOVERS = frozenset({"required", "type", "properties", "additionalProperties", "$schema", "title"})
 PREFIXES = ("[TOOL_CALLS]", "<|python_tag|>")  # markers some chat templates put before a call
 _SEGMENT = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(?P<fenced>.*?)```|<tool_call>(?P<tagged>.*?)(?:</tool_call>|$)",
                       re.DOTALL)
-OPENERS = ("```", "<tool_call>", "{", "[", "<|python_tag|>")  # how a reply that is a call can begin
+OPENERS = ("```", "<tool_call>", "<tool_response>", "{", "[", "<|python_tag|>")  # how a reply that is a call can begin
 CLOSE_NAME = 0.6  # an unknown tool name this close to an offered one is a near miss (difflib ratio)
+
 _NEXT_TURN = re.compile(r"^[ \t]*(?:Human|User|Assistant|System)[ \t]*:|<\|im_end\|>|<\|im_start\|>", re.MULTILINE)
 
 Tools = Union[Mapping[str, Sequence[str]], Collection[str]]  # offered tool names, with their parameters (in order)
@@ -126,7 +130,7 @@ def _as_call(value: Any, tools: dict[str, tuple[str, ...] | None], labels: Colle
         arguments = parsed if isinstance(parsed, (dict, list)) else arguments
     if name in labels and arguments is None:  # {"name": "human", "content": "..."}: a block named, not a tool
         arguments = {k: v for k, v in value.items() if k != "name"}
-    if name not in tools and name not in labels:
+    if name not in tools and name not in labels and name not in RESULT_NAMES:
         near = difflib.get_close_matches(name, list(tools), n=1, cutoff=CLOSE_NAME)
         if not isinstance(arguments, dict) or not near:
             return None  # {"name": "resnet50", "parameters": {...}}: data the user asked for, not a call
@@ -164,6 +168,10 @@ def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> T
     offered = _tool_map(tools)
     if not stripped or not offered:
         return None
+    if stripped.startswith("<tool_response>"):  # a result the model wrote itself, in its template's tags
+        body = stripped.removeprefix("<tool_response>").split("</tool_response>")[0].strip()
+        return TextCalls([ToolCall(id=new_id("call"), name="tool_response",
+                                   arguments=json.dumps({"response": body}, ensure_ascii=False))], "")
     segments = list(_SEGMENT.finditer(stripped))
     if segments:
         lead_in = stripped[: segments[0].start()].strip()
@@ -190,8 +198,9 @@ def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> T
 
 def _possible(held: str) -> bool:
     """Whether text that begins with an opener can still turn out to be a call (so it stays held back)."""
-    if held.startswith(("<tool_call>", "<|python_tag|>")) or "<tool_call>".startswith(held) or \
-            "<|python_tag|>".startswith(held) or "[TOOL_CALLS]".startswith(held[:12]):
+    if held.startswith(("<tool_call>", "<tool_response>", "<|python_tag|>")) or "<tool_call>".startswith(held) or \
+            "<tool_response>".startswith(held) or "<|python_tag|>".startswith(held) or \
+            "[TOOL_CALLS]".startswith(held[:12]):
         return True
     if held.startswith("```"):
         newline = held.find("\n")

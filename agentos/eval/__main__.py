@@ -7,7 +7,7 @@ import sys
 
 from agentos.errors import show_damage_warnings
 from agentos.eval.locomo import run as run_retrieval
-from agentos.eval.locomo_qa import Options
+from agentos.eval.locomo_qa import CONDITIONS, Options
 from agentos.eval.locomo_qa import run as run_qa
 from agentos.retrieval.recall_paths import PATHS
 
@@ -39,20 +39,63 @@ def positive(text: str) -> int:
     return int(text)
 
 
+def conditions(text: str) -> tuple[str, ...]:
+    """'agent,none' -> ('agent', 'none'), each a known condition, each once."""
+    chosen = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not chosen or any(c not in CONDITIONS for c in chosen):
+        raise argparse.ArgumentTypeError(f"conditions are among {', '.join(CONDITIONS)}, separated by commas, "
+                                         f"not {text!r}")
+    return chosen
+
+
+def names(text: str) -> tuple[str, ...]:
+    """'conv-26,conv-30' -> ('conv-26', 'conv-30')."""
+    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not chosen:
+        raise argparse.ArgumentTypeError(f"expected conversation ids separated by commas, not {text!r}")
+    return chosen
+
+
+def whole(text: str) -> int:
+    """A whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}")
+    return int(text)
+
+
 def add_qa(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The locomo-qa subcommand's arguments."""
-    p = sub.add_parser("locomo-qa", help="LoCoMo QA end to end: the agent answers from memory, a judge grades")
+    p = sub.add_parser("locomo-qa", help="LoCoMo QA end to end: answers from agentos's memory and baselines, "
+                                         "scored with LoCoMo's F1 (and a judge)")
     p.add_argument("path", help="locomo10.json")
-    p.add_argument("--model", required=True, help="the answering model (agent and baseline), e.g. openai/gpt-4.1-mini "
+    p.add_argument("--model", required=True, help="the answering model (every condition), e.g. openai/gpt-4.1-mini "
                                                   "or scripted/reader (offline)")
-    p.add_argument("--judge", help="the grading model (default: --model); scripted/judge offline")
+    p.add_argument("--judge", help="the grading model (default: --model; none: no judge, F1 alone); scripted/judge "
+                                   "offline")
+    p.add_argument("--no-judge", action="store_true", help="no judge: LoCoMo F1 alone (as --judge none)")
     p.add_argument("--fact-model", help="the model consolidation asks (default: --model); scripted/facts offline")
+    p.add_argument("--no-facts", action="store_true",
+                   help="no fact consolidation: the agent answers from recall (and archival) alone")
+    p.add_argument("--conditions", type=conditions, default=("agent", "full"),
+                   help="how questions are answered, among agent (the agent searches its memory), search (agentos's "
+                        "recall search of the question in the prompt), none (the question alone), gold (the evidence "
+                        "turns in the prompt), full (the whole transcript); default agent,full")
     p.add_argument("--limit", type=positive, default=None, help="only the first N conversations")
+    p.add_argument("--conversations", type=names, default=None,
+                   help="only these conversations, by sample_id, e.g. conv-26,conv-30")
     p.add_argument("--questions", type=positive, default=None, help="only the first N questions per conversation")
+    p.add_argument("--sample", type=positive, default=None,
+                   help="a fixed sample of N questions of the chosen conversations, stratified by category")
+    p.add_argument("--seed", type=whole, default=0, help="the sample's (and the bootstrap's) seed (default 0)")
     p.add_argument("--categories", type=categories, default=(1, 2, 3, 4),
-                   help="question categories, e.g. 1,2,3,4 (default; 5, adversarial, has no gold answer)")
+                   help="question categories, e.g. 1,2,3,4 (default; 5, adversarial, is right when it answers "
+                        "'not mentioned')")
     p.add_argument("--embedder", default="none", help="recall embedder (default none: BM25 only)")
-    p.add_argument("--no-baseline", action="store_true", help="skip the full-context baseline")
+    p.add_argument("--window", type=positive, default=None,
+                   help="the agents' context window in tokens (e.g. 4096 for a local server serving that)")
+    p.add_argument("--prompts", choices=["standard", "compact"], default="standard",
+                   help="the agents' prompt set (compact: shorter instructions and tool schemas, for a small window)")
+    p.add_argument("--no-baseline", action="store_true", help="leave out the full-context condition (full)")
     p.add_argument("--json", dest="json_path", help="also write the report (with every answer) to this file")
     p.add_argument("--home", help="data home for the agents, kept after (default: a temp dir, removed after)")
 
@@ -75,10 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     add_qa(sub)
     args = parser.parse_args(argv)
     if args.suite == "locomo-qa":
-        return run_qa(Options(path=args.path, model=args.model, judge=args.judge, fact_model=args.fact_model,
-                              limit=args.limit, questions=args.questions, categories=args.categories,
-                              home=args.home, json_path=args.json_path, baseline=not args.no_baseline,
-                              embedder=args.embedder))
+        chosen = tuple(c for c in args.conditions if c != "full" or not args.no_baseline)
+        if not chosen:
+            parser.error("--no-baseline leaves no condition: name others with --conditions")
+        return run_qa(Options(path=args.path, model=args.model, judge="none" if args.no_judge else args.judge,
+                              fact_model=args.fact_model, limit=args.limit, questions=args.questions,
+                              categories=args.categories, home=args.home, json_path=args.json_path,
+                              conditions=chosen, embedder=args.embedder, facts=not args.no_facts,
+                              sample=args.sample, seed=args.seed, conversations=args.conversations,
+                              window=args.window, prompts=args.prompts))
     return run_retrieval(args.path, embedder=args.embedder, limit=args.limit, home=args.home, paths=args.paths,
                          ablation=args.ablation, search_model=args.search_model)
 

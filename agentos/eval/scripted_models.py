@@ -106,6 +106,7 @@ GRADED = re.compile(r"^Answer to grade: (.*)", re.MULTILINE | re.DOTALL)
 _RECALL_HIT = re.compile(r"^- \[\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\] [^:]{1,40}: (.*)$")
 _FACT_HIT = re.compile(r"^- \[[^\]]+\] (.*)$")
 _TRANSCRIPT_LINE = re.compile(r"^[^:\n]{1,40}: (.*)$")
+_GIVEN_LINE = re.compile(r"^- \[[^\]\n]+\] [^:\n]{1,40}: (.*)$")  # a turn given in the prompt: - [date] Speaker: text
 ANSWER_WORDS = 25  # the reader's answers are cut to this many words
 
 
@@ -154,9 +155,10 @@ def read_answer(request: ModelRequest) -> Step:
     question = _question(request.messages[last_user].content)
     results = [(m.name or "", m.content) for m in request.messages[last_user + 1 :] if m.role == "tool"]
     tools = {t.name for t in request.tools}
-    if not tools:  # the full-context baseline: the transcript is in the prompt
+    if not tools:  # one call: the transcript, or the turns given, are in the prompt (or nothing is)
         lines = [hit.group(1) for line in request.messages[last_user].content.splitlines()
-                 if (hit := _TRANSCRIPT_LINE.match(line)) and not line.startswith(("Question:", "Session "))]
+                 if (hit := _GIVEN_LINE.match(line) or _TRANSCRIPT_LINE.match(line))
+                 and not line.startswith(("Question:", "Session "))]
         best = _best(lines, question)
         return Step(text=_short(best) if best else "I don't know.")
     if not results:
@@ -171,7 +173,8 @@ def read_answer(request: ModelRequest) -> Step:
 def reader() -> ScriptedProvider:
     """A scripted answering model: first it calls fact_search and conversation_search with the question's content
     words; once it has their results it answers with the text of the result sharing most words with the question,
-    cut short. Without tools (the full-context baseline) it answers with the best line of the transcript."""
+    cut short. Without tools (one call) it answers with the best turn the prompt gives (a transcript line, or a
+    `- [date] Speaker: text` line), or "I don't know." when it gives none."""
     return ScriptedProvider(read_answer, model="reader")
 
 

@@ -53,7 +53,8 @@ class StreamUsage:
 
 @dataclass
 class StreamDone:
-    """The stream ended; `stop_reason` is normalised to end_turn, tool_use, max_tokens, refusal, other, or
+    """The stream ended; `stop_reason` is normalised to end_turn, tool_use, max_tokens, window_full (cut because
+    the prompt and the reply filled the context window, before the output cap), refusal, other, or
     no_finish_reason (the stream ended without saying why: it may have been cut)."""
 
     stop_reason: str = "end_turn"

@@ -2,38 +2,27 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentos.config import configured_base_url
-from agentos.errors import ConfigError, IncompleteStreamError
-from agentos.messages import Message, ToolCall, Usage, new_id
+from agentos.errors import ConfigError, ContextOverflowError, IncompleteStreamError
+from agentos.messages import Message
 from agentos.providers import openai_sdk
-from agentos.providers.base import (
-    ModelRequest,
-    ProviderEvent,
-    StreamDone,
-    StreamText,
-    StreamToolCall,
-    StreamUsage,
-    ensure_real_provider_allowed,
-)
-from agentos.providers.models import SERVERS, ModelInfo, model_info
+from agentos.providers.base import ModelRequest, ProviderEvent, ensure_real_provider_allowed
+from agentos.providers.models import LOCAL_FAMILIES, SERVERS, ModelInfo, model_info
+from agentos.providers.openai_stream import stream_events, unstreamed_events
 from agentos.providers.retry import RetryPolicy, stream_with_retries
 from agentos.providers.sdk_client import default_timeout, guarded_stream, resolve_key, shared_http_client
 from agentos.providers.sdk_errors import client_context
-from agentos.providers.served_window import DISCOVERY_TIMEOUT_S, ServedWindow, discover
+from agentos.providers.served_window import ServedWindow, discover, remember, window_in_error
 from agentos.providers.wire import Encode, EncodedOnce, EncodedSequence, dumps, json_array, json_object
 
 if TYPE_CHECKING:
     import openai
 
 EMPTY_TOOL_RESULT = "(no output)"
-
-_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal",
-                 "tool_calls": "tool_use", "function_call": "tool_use"}
 
 
 def _skipped(m: Message) -> bool:
@@ -109,142 +98,6 @@ class EncodedMessages:
         return json_array([dumps({"role": "system", "content": request.system}), *self._sequence.items(request.messages)])
 
 
-@dataclass
-class _Slot:
-    id: str = ""
-    name: str = ""
-    arguments: str = ""
-
-
-class ToolCallAssembler:
-    """Joins streamed tool-call fragments into whole calls, tolerating servers that omit `index` or reuse it."""
-
-    def __init__(self) -> None:
-        self.slots: dict[int, _Slot] = {}
-        self._alias: dict[int, int] = {}  # wire index -> slot, when a server reuses an index for a new call
-
-    def add(self, fragment: Any) -> None:
-        slot = self.slots.setdefault(self._slot_key(fragment), _Slot())
-        if fragment.id:
-            slot.id = fragment.id
-        function = fragment.function
-        if function is not None:
-            if function.name and function.name != slot.name:
-                slot.name = function.name if not slot.name else slot.name + function.name
-            if function.arguments:
-                slot.arguments += function.arguments
-
-    def _slot_key(self, fragment: Any) -> int:
-        if fragment.id:
-            known = next((key for key, s in self.slots.items() if s.id == fragment.id), None)
-            if known is not None:
-                return known
-        following = max(self.slots) + 1 if self.slots else 0
-        if fragment.index is None:  # no index: a new id starts a call, anything else continues the last
-            return following if fragment.id or not self.slots else following - 1
-        key = self._alias.get(fragment.index, fragment.index)
-        if fragment.id and key in self.slots and self.slots[key].id:
-            key = self._alias[fragment.index] = following
-        return key
-
-    def calls(self) -> list[ToolCall]:
-        return [
-            ToolCall(id=s.id or new_id("call"), name=s.name, arguments=s.arguments or "{}")
-            for _, s in sorted(self.slots.items())
-        ]
-
-
-def openai_usage(usage: Any) -> Usage:
-    """Usage of a chunk's `usage` object; `input_tokens` is the whole prompt, cached part included."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    return Usage(
-        input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-        output_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        cache_read_tokens=getattr(details, "cached_tokens", 0) or 0,
-        cache_write_tokens=getattr(details, "cache_write_tokens", 0) or 0,
-    )
-
-
-def whole_completion_events(body: dict[str, Any]) -> Iterator[ProviderEvent]:
-    """Provider events from a whole `chat.completion` (a server that answered a streaming request without
-    streaming), read leniently: local servers leave out fields or use their own finish reasons."""
-    choices = body.get("choices") or []
-    choice: dict[str, Any] = choices[0] if choices and isinstance(choices[0], dict) else {}
-    message: dict[str, Any] = choice["message"] if isinstance(choice.get("message"), dict) else {}
-    calls = []
-    for raw in message.get("tool_calls") or []:
-        function = raw.get("function") if isinstance(raw, dict) else None
-        if isinstance(function, dict) and function.get("name"):
-            arguments = function.get("arguments")
-            calls.append(ToolCall(id=str(raw.get("id") or new_id("call")), name=str(function["name"]),
-                                  arguments=arguments if isinstance(arguments, str) else json.dumps(arguments or {})))
-    if isinstance(message.get("content"), str) and message["content"]:
-        yield StreamText(message["content"])
-    for call in calls:
-        yield StreamToolCall(call)
-    usage = body.get("usage")
-    if isinstance(usage, dict):
-        details = usage.get("prompt_tokens_details") or {}
-        yield StreamUsage(Usage(input_tokens=int(usage.get("prompt_tokens") or 0),
-                                output_tokens=int(usage.get("completion_tokens") or 0),
-                                cache_read_tokens=int(details.get("cached_tokens") or 0)))
-    finish = choice.get("finish_reason")
-    yield StreamDone(normalise_stop(str(finish) if finish else "stop", has_calls=bool(calls)))
-
-
-def stream_events(chunks: Iterable[Any]) -> Iterator[ProviderEvent]:
-    """Provider events from a stream of ChatCompletionChunk objects (or from one whole completion, when the server
-    answered with JSON instead of a stream)."""
-    body = openai_sdk.whole_reply(chunks)
-    if isinstance(body, dict) and body.get("choices") is not None:
-        yield from whole_completion_events(body)
-        return
-    calls = ToolCallAssembler()
-    finish: str | None = None
-    usage: Any = None
-    refused = False
-    produced = False
-    for chunk in chunks:
-        if getattr(chunk, "usage", None) is not None:
-            usage = chunk.usage
-        for choice in chunk.choices or []:
-            delta = choice.delta
-            if delta is not None:
-                produced = produced or bool(delta.content or delta.tool_calls or getattr(delta, "refusal", None))
-                if delta.content:
-                    yield StreamText(delta.content)
-                if getattr(delta, "refusal", None):
-                    refused = True
-                    yield StreamText(delta.refusal)
-                for fragment in delta.tool_calls or []:
-                    calls.add(fragment)
-            if choice.finish_reason:
-                finish = choice.finish_reason
-    if finish is None and not openai_sdk.end_marker_seen(chunks):
-        raise IncompleteStreamError(partial=produced)  # neither a finish reason nor the end marker: cut
-    assembled = calls.calls()
-    for call in assembled:
-        yield StreamToolCall(call)
-    if usage is not None:
-        yield StreamUsage(openai_usage(usage))
-    yield StreamDone(normalise_stop(finish, has_calls=bool(assembled), refused=refused))
-
-
-def normalise_stop(finish: str | None, *, has_calls: bool, refused: bool = False) -> str:
-    """end_turn, tool_use, max_tokens, refusal, other, or no_finish_reason when the stream never said why it
-    ended (servers that say "stop" after tool calls mean tool_use)."""
-    if refused:
-        return "refusal"
-    if finish is None:
-        return "no_finish_reason"
-    reason = _STOP_REASONS.get(finish, "other")
-    if has_calls and reason in ("end_turn", "other"):
-        return "tool_use"
-    if reason == "tool_use" and not has_calls:
-        return "end_turn"
-    return reason
-
-
 class OpenAIProvider:
     """A model behind the Chat Completions API: OpenAI itself, or any compatible server (`family`)."""
 
@@ -287,6 +140,10 @@ class OpenAIProvider:
         self._client = client
         self._errors = client_context(server.label, model, server.key_variable, family, base_url, client)
         self._max_tokens_key = "max_completion_tokens" if family == "openai" else "max_tokens"
+        # "auto", what no tool_choice means to OpenAI, said outright: llama-cpp-python's function-calling chat formats
+        # (--chat_format chatml-function-calling) leave the tools out of the prompt without it. Not to vLLM (nor to
+        # any server, which may be vLLM), which refuses "auto" unless started with --enable-auto-tool-choice.
+        self._tool_choice = family not in ("vllm", "openai-compatible")
         self._tools = EncodedOnce(lambda tools: json_array(dumps(t.openai_schema()) for t in tools))
         self._messages = EncodedMessages(null_content=family == "openai")
         self._options = openai_sdk.ready_body_options(client)  # None: this SDK cannot post a ready body
@@ -301,16 +158,25 @@ class OpenAIProvider:
         """Ask the server which context window it serves this model with (see `served_window.discover`)."""
         base_url = str(self._client.base_url).rstrip("/")
 
-        def fetch(method: str, url: str, body: dict[str, Any] | None) -> Any:
-            return openai_sdk.fetch_json(self._client, method, url, body, DISCOVERY_TIMEOUT_S)
+        def fetch(method: str, url: str, body: dict[str, Any] | None, timeout: float) -> Any:
+            return openai_sdk.fetch_json(self._client, method, url, body, timeout)
 
-        return discover(self.name, base_url, self.model, fetch)
+        return discover(self.name, base_url, self.model, fetch, self.context_window)
 
     def learn_served_window(self, configured: int | None) -> None:
         """Use the window the server serves unless one is `configured`; note where the figure came from, and
-        warn (in `window_warning`) when the configured one is larger than what is served."""
+        warn (in `window_warning`) when the configured one is larger than what is served, or when none is
+        configured and the server's cannot be learnt where it is likely small (llama.cpp's servers)."""
         served = self.served_window()
         if served is None:
+            return
+        if not served.tokens:
+            if configured is None:
+                self.window_warning = (
+                    f"could not learn the context window {self.model} is served with: {served.advice}. agentos "
+                    f"assumes the model catalogue's {self.context_window:,} tokens; if the server serves less "
+                    "(llama-cpp-python serves 2,048 unless started with --n_ctx N), longer prompts will fail. "
+                    "Set the agent's window to what it serves: --window N, or `agentos window NAME N`.")
             return
         if configured is None:
             self.context_window, self.window_source = served.tokens, served.source
@@ -332,6 +198,8 @@ class OpenAIProvider:
             params[self._max_tokens_key] = request.max_output_tokens
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
+        if request.tools and self._tool_choice:
+            params["tool_choice"] = "auto"
         if request.tools:
             params["tools"] = [t.openai_schema() for t in request.tools]
         return params
@@ -345,20 +213,63 @@ class OpenAIProvider:
             fields.append((self._max_tokens_key, dumps(request.max_output_tokens)))
         if self.stream_usage:
             fields.append(("stream_options", b'{"include_usage":true}'))
+        if request.tools and self._tool_choice:
+            fields.append(("tool_choice", b'"auto"'))
         if request.tools:
             fields.append(("tools", self._tools.get(request.tools)))
         return json_object(fields)
 
     def stream(self, request: ModelRequest) -> Iterator[ProviderEvent]:
         """Stream one call, retrying rate limits and server errors that happen before any output."""
+        create = self._open_stream(request)
+        yield from stream_with_retries(lambda: self._attempt(create, request), self.retry)
+
+    def _attempt(self, create: Callable[[], Any], request: ModelRequest) -> Iterator[ProviderEvent]:
+        """One try: the stream; from a local server whose stream ended empty, the same request without streaming.
+
+        llama-cpp-python fails after it has sent the 200 and the stream's headers (a prompt over its window among
+        such failures), so its stream ends without an event; asked without streaming, it says what went wrong
+        (a 400 naming the window) or answers. A window an overflow error names becomes this provider's."""
         import openai
 
-        create = self._open_stream(request)
+        try:
+            try:
+                yield from guarded_stream(create, partial(stream_events, max_tokens=request.max_output_tokens),
+                                          openai, self._errors)
+            except IncompleteStreamError as exc:
+                if exc.partial or self.name not in LOCAL_FAMILIES:
+                    raise
+                params = {**self.request_params(request), "stream": False}
+                params.pop("stream_options", None)
+                yield from guarded_stream(lambda: self._post_whole(params),
+                                          partial(unstreamed_events, max_tokens=request.max_output_tokens),
+                                          openai, self._errors)
+        except ContextOverflowError as exc:
+            self._learn_from_overflow(exc)
+            raise
 
-        def attempt() -> Iterator[ProviderEvent]:
-            return guarded_stream(create, stream_events, openai, self._errors)
+    def _post_whole(self, params: dict[str, Any]) -> Any:
+        """Post a request without streaming, on a new connection if the one it went on was closed unanswered:
+        llama-cpp-python closes the connection its failed stream came on (which it said it would keep), just
+        after the stream's end, so a request sent at once on it gets no answer."""
+        import openai
 
-        yield from stream_with_retries(attempt, self.retry)
+        try:
+            return openai_sdk.post_whole(self._client, params)
+        except openai.APIConnectionError as exc:
+            if isinstance(exc, openai.APITimeoutError):
+                raise
+            return openai_sdk.post_whole(self._client, params)  # the pool has let the closed connection go
+
+    def _learn_from_overflow(self, exc: ContextOverflowError) -> None:
+        """Take the window a local server's overflow error names as the one it serves (from now on, and for other
+        providers of this server and model made in this process)."""
+        tokens = window_in_error(f"{exc} {exc.__cause__ or ''}")
+        if not tokens or self.name not in LOCAL_FAMILIES or tokens == self.context_window:
+            return
+        learnt = remember(str(self._client.base_url), self.model, tokens,
+                          "served by the server (learnt from its refusal of a request too long)")
+        self.context_window, self.window_source = learnt.tokens, learnt.source
 
     def _open_stream(self, request: ModelRequest) -> Callable[[], Any]:
         """What opens the SDK's stream for `request`: a post of the ready body, or `create` where the SDK

@@ -58,6 +58,14 @@ def create_stream(client: Any, params: dict[str, Any]) -> Any:
     return client.chat.completions.create(**params)
 
 
+def post_whole(client: Any, params: dict[str, Any]) -> Any:
+    """Post a Chat Completions request that is not streamed; the HTTP response (an error status raises the SDK's
+    error, as `create` would)."""
+    import httpx2
+
+    return client.post(CHAT_PATH, body=params, cast_to=httpx2.Response)
+
+
 def fetch_json(client: Any, method: str, url: str, body: dict[str, Any] | None, timeout: float) -> Any:
     """The JSON a GET or POST of `url` on the client's server answers (the SDK's way to reach other endpoints)."""
     import httpx2

@@ -64,11 +64,14 @@ def guarded_stream(
     That includes GeneratorExit: closing this generator (Ctrl-C closes the turn) closes the response at once.
     """
     response = None
+    started = False
     try:
         response = create()
-        yield from translate(response)
+        for event in translate(response):
+            started = True
+            yield event
     except Exception as exc:
-        mapped = map_sdk_error(exc, sdk, errors)
+        mapped = map_sdk_error(exc, sdk, errors, partial=started)
         if mapped is None or mapped is exc:
             raise
         raise mapped from exc

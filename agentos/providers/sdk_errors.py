@@ -111,9 +111,19 @@ def map_status_error(exc: Any, ctx: ErrorContext) -> ProviderError:
     return ProviderError(f"{ctx.label} rejected the request ({status}). ({said})")
 
 
-def map_transport_error(exc: BaseException, ctx: ErrorContext, *, timeout: bool) -> ProviderError:
-    """Map a connection failure or a timeout (SDK-wrapped or raw httpx2)."""
+def map_transport_error(exc: BaseException, ctx: ErrorContext, *, timeout: bool,
+                        partial: bool = False) -> ProviderError:
+    """Map a connection failure or a timeout (SDK-wrapped or raw httpx2): a server that could not be reached, one
+    that closed the connection before answering, or (`partial`: once its reply had begun) a cut reply."""
+    import httpx2
+
     where = ctx.base_url or "its API"
+    cause = exc.__cause__ or exc
+    if not timeout and not isinstance(cause, (httpx2.ConnectError, ConnectionRefusedError)):
+        if partial:
+            return IncompleteStreamError(True, f"{ctx.label} at {where}")
+        return ServerError(f"{ctx.label} at {where} closed the connection without finishing its answer ({cause}). "
+                           "Try again; if it keeps happening, the server's log says why.")
     if timeout:
         within = f" within {ctx.read_timeout:g} s" if ctx.read_timeout else " in time"
         return ProviderTimeoutError(
@@ -121,12 +131,12 @@ def map_transport_error(exc: BaseException, ctx: ErrorContext, *, timeout: bool)
             f"the agent's settings, $AGENTOS_READ_TIMEOUT, or \"timeouts\": {{\"read\": SECONDS}} in the config file."
         )
     hint = " Is Ollama running? Start it with: ollama serve" if ctx.family == "ollama" else ""
-    cause = exc.__cause__ or exc
     return ServerError(f"could not reach {ctx.label} at {where}: {cause}.{hint}")
 
 
-def map_sdk_error(exc: BaseException, sdk: Any, ctx: ErrorContext) -> ProviderError | None:
-    """The agentos error for an exception from `sdk` (the openai or anthropic module) or httpx2; else None."""
+def map_sdk_error(exc: BaseException, sdk: Any, ctx: ErrorContext, *, partial: bool = False) -> ProviderError | None:
+    """The agentos error for an exception from `sdk` (the openai or anthropic module) or httpx2; else None.
+    `partial`: the reply had begun (a connection lost then cut it)."""
     import httpx2
 
     if isinstance(exc, IncompleteStreamError) and exc.server == IncompleteStreamError.UNNAMED:
@@ -137,7 +147,7 @@ def map_sdk_error(exc: BaseException, sdk: Any, ctx: ErrorContext) -> ProviderEr
     if isinstance(exc, sdk.APITimeoutError) or isinstance(exc, httpx2.TimeoutException):
         return map_transport_error(exc, ctx, timeout=True)
     if isinstance(exc, sdk.APIConnectionError) or isinstance(exc, httpx2.TransportError):
-        return map_transport_error(exc, ctx, timeout=False)
+        return map_transport_error(exc, ctx, timeout=False, partial=partial)
     if isinstance(exc, sdk.APIError):
         return map_status_error(exc, ctx)
     if isinstance(exc, json.JSONDecodeError):  # a server that streams something other than JSON events

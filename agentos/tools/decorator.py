@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 import typing
@@ -91,6 +92,23 @@ class Tool:
     def anthropic_schema(self) -> dict[str, Any]:
         """The tool in Anthropic Messages `tools` format."""
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    def compact(self) -> Tool:
+        """The same tool described in fewer tokens, for a small context window: the description's first sentence,
+        and only the required parameters, with their types and no descriptions. It runs exactly as before (made
+        once per tool, so schema caches keyed by the tool keep working)."""
+        made = self.__dict__.get("_compact_view")
+        if made is not None:
+            return made
+        short = copy.copy(self)
+        short.description = self.description.split("\n")[0].split(". ")[0].rstrip(".") + "."
+        required = list(self.parameters.get("required", []))
+        properties = self.parameters.get("properties", {})
+        short.parameters = {"type": "object", "required": required,
+                            "properties": {name: {k: v for k, v in properties[name].items() if k != "description"}
+                                           for name in required if name in properties}}
+        self.__dict__["_compact_view"] = short
+        return short
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)

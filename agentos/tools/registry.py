@@ -14,6 +14,10 @@ from agentos.text import MAX_DEPTH, valid_values
 from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool
 
+# What chat templates call a tool's result (Qwen's `<tool_response>`): a "call" of one of these is the model writing a
+# result itself; it is answered with an error telling it to reply, so the user never sees it.
+RESULT_NAMES = frozenset({"tool_response", "tool_result", "function_response", "function_result"})
+
 DEFAULT_OUTPUT_LIMIT = 4000
 ERROR_LIMIT = 1000
 
@@ -66,6 +70,9 @@ class ToolRegistry:
         """The error for a call of a tool that does not exist: the tools that do, and an example call; a memory
         block's label named as if it were a tool gets the calls that edit that block."""
         available = ", ".join(sorted(self.tools)) or "none"
+        if name in RESULT_NAMES:
+            return (f'"{name}" is not a tool: results come from the tools themselves, so do not write one. Now '
+                    f"reply to the user in plain words (the tools you can call: {available}).")
         try:
             is_block = context is not None and bool(context.memory.block(name))
         except ToolError:

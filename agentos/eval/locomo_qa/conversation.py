@@ -1,36 +1,40 @@
-"""One conversation evaluated: an agent loaded with it and consolidated, then every chosen question asked of the
-agent (rewound after each) and of the full-context baseline, and both answers graded."""
+"""One conversation evaluated: an agent loaded with it (and consolidated, with facts), then every chosen question
+asked under each condition, scored with LoCoMo's F1 and, with a judge, graded; a progress line on stderr per
+question."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
-from agentos.errors import AgentOSError
-from agentos.eval.conversations import agent_name, category, turn_messages
+from agentos.eval.conversations import agent_name, turn_messages
+from agentos.eval.locomo_qa.conditions import Asker
 from agentos.eval.locomo_qa.judge import judge_answer
 from agentos.eval.locomo_qa.options import Models, Options
-from agentos.eval.locomo_qa.prompts import BASELINE_SYSTEM, question_prompt, questions, transcript
-from agentos.eval.locomo_qa.results import Answer, Conversation, Row
-from agentos.events import TurnFailed, TurnFinished, UsageReported
+from agentos.eval.locomo_qa.prompts import SEARCH_TOOLS
+from agentos.eval.locomo_qa.results import Conversation, Row
+from agentos.eval.locomo_qa.sampling import ADVERSARIAL, Pick, eligible, gold_answer
+from agentos.eval.locomo_qa.scoring import locomo_f1
 from agentos.memory.facts.tier import FactTier
-from agentos.messages import Message, Usage
-from agentos.providers.base import ModelRequest, Provider, complete
 from agentos.storage import Store
 
 
 def load_agent(store: Store, sample: dict[str, Any], models: Models, options: Options) -> Agent:
-    """An agent answering with the model, its recall holding the conversation, fact memory on."""
+    """An agent answering with the model, its recall holding the conversation, fact memory on unless --no-facts,
+    its context window --window when given."""
     agent = Agent.create(agent_name("locomo-qa", sample), model=options.model, provider=models.answer, store=store,
-                         settings=AgentSettings(embedder=options.embedder))
+                         settings=AgentSettings(embedder=options.embedder, context_window=options.window,
+                                                prompts="compact" if options.prompts == "compact" else "standard"))
     messages = turn_messages(sample)
     for start in range(0, len(messages), 500):
         agent.add_history(messages[start : start + 500])
-    agent.roles.use("facts", models.facts)
-    agent.update_settings(facts=agent.settings.facts.model_copy(update={"mode": "batch"}))
+    if options.facts and models.facts is not None:
+        agent.roles.use("facts", models.facts)
+        agent.update_settings(facts=agent.settings.facts.model_copy(update={"mode": "batch"}))
     return agent
 
 
@@ -56,66 +60,54 @@ def before_questions(agent: Agent) -> int:
     return agent.restore_points()[-1].turn
 
 
-def ask_agent(agent: Agent, prompt: str) -> Answer:
-    """One turn of the agent: its reply, the tokens of every model call in it, and its wall time."""
-    usage, reply, error = Usage(), "", None
-    started = time.perf_counter()
-    for event in agent.turn(prompt):
-        if isinstance(event, UsageReported):
-            usage = usage + event.usage
-        elif isinstance(event, TurnFinished):
-            reply = event.reply.content
-        elif isinstance(event, TurnFailed):
-            error = f"{event.kind}: {event.error}"
-    return Answer(reply.strip(), usage.input_tokens, usage.output_tokens, time.perf_counter() - started, error)
-
-
-def ask_baseline(provider: Provider, prompt: str, cap: int | None) -> Answer:
-    """One model call with the whole transcript in the prompt."""
-    request = ModelRequest(system_static=BASELINE_SYSTEM, system_dynamic="", messages=[Message.user(prompt)],
-                           max_output_tokens=cap)
-    started = time.perf_counter()
-    try:
-        response = complete(provider, request)
-    except AgentOSError as exc:
-        return Answer("", seconds=time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
-    usage = response.usage
-    return Answer(response.text.strip(), usage.input_tokens, usage.output_tokens, time.perf_counter() - started)
-
-
-def evaluate(store: Store, sample: dict[str, Any], models: Models, options: Options) -> Conversation:
-    """Load, consolidate and ask every chosen question of one conversation (and the baseline's)."""
+def evaluate(store: Store, sample: dict[str, Any], models: Models, options: Options,
+             picks: Sequence[Pick] | None = None, started: float | None = None) -> Conversation:
+    """Load (and consolidate) one conversation and ask its chosen questions (`picks`, by default every eligible
+    one, at most --questions) under each condition; `started` is when the run began, for the progress lines."""
     label = str(sample["sample_id"])
+    began = time.perf_counter()
+    started = began if started is None else started
     agent = load_agent(store, sample, models, options)
     try:
         loaded = agent.state.message_count
-        summary, seconds, tokens = consolidate(agent, label)
+        load_s = time.perf_counter() - began
+        status(f"{label}: {loaded} messages loaded in {load_s:.1f} s", done=True)
+        summary, seconds, tokens = (consolidate(agent, label) if options.facts
+                                    else ("not consolidated (--no-facts)", 0.0, 0))
         point = before_questions(agent)
-        done = Conversation(label, loaded, loaded, agent.tier(FactTier).count_current(), seconds, tokens, summary)
-        text = transcript(sample) if options.baseline else ""
-        chosen = questions(sample, options.categories, options.questions)
-        for number, qa in enumerate(chosen, 1):
-            status(f"{label}: question {number}/{len(chosen)}")
-            done.rows.append(answer_one(agent, point, sample, qa, models, options, text))
+        done = Conversation(label, loaded, loaded, agent.tier(FactTier).count_current(), seconds, tokens, summary,
+                            load_s)
+        offered = {tool.name for tool in agent.tools}
+        asker = Asker(agent, point, sample, models.answer, agent.output_cap(),
+                      [t for t in SEARCH_TOOLS if t in offered] or list(SEARCH_TOOLS[:1]),
+                      not_said=ADVERSARIAL in options.categories, full="full" in options.conditions)
+        chosen = list(picks) if picks is not None else eligible(sample, options.categories)[: options.questions]
+        for number, pick in enumerate(chosen, 1):
+            row = answer_one(asker, pick, sample["qa"][pick.index], models, options)
+            done.rows.append(row)
             done.messages_after = agent.state.message_count
-        status(f"{label}: {len(chosen)} questions answered", done=True)
+            status(progress(label, number, len(chosen), row, time.perf_counter() - started), done=True)
         return done
     finally:
         agent.close()
 
 
-def answer_one(agent: Agent, point: int, sample: dict[str, Any], qa: dict[str, Any], models: Models,
-               options: Options, text: str) -> Row:
-    """Ask one question of the agent (then rewind it) and of the baseline; grade both."""
-    question, gold = qa["question"], str(qa["answer"])
-    try:
-        answer = ask_agent(agent, question_prompt(sample, question, memory=True))
-    finally:
-        agent.rewind(point)
-    row = Row(str(sample["sample_id"]), question, category(qa) or 0, gold, answer,
-              judge_answer(models.judge, question, gold, answer))
-    if options.baseline:
-        prompt = question_prompt(sample, question, memory=False, text=text)
-        row.baseline = ask_baseline(models.answer, prompt, agent.output_cap())
-        row.baseline_grade = judge_answer(models.judge, question, gold, row.baseline)
+def answer_one(asker: Asker, pick: Pick, qa: dict[str, Any], models: Models, options: Options) -> Row:
+    """Ask one question under each condition; score each answer (and grade it, with a judge)."""
+    gold = gold_answer(qa) or ""
+    evidence = [i.removeprefix(asker.prefix) for i in asker.evidence(qa)]
+    row = Row(pick.conversation, pick.index, qa["question"], pick.category, gold, evidence)
+    for condition in options.conditions:
+        answer = asker.ask(condition, qa)
+        row.answers[condition] = answer
+        row.f1[condition] = locomo_f1(pick.category, answer.text, gold)
+        if models.judge is not None:
+            row.grades[condition] = judge_answer(models.judge, row.question, gold, answer)
     return row
+
+
+def progress(label: str, number: int, total: int, row: Row, elapsed: float) -> str:
+    """`conv-26 3/8 (#17, cat 2): agent 4.2 s F1 0.50; none 0.8 s F1 0.00 | 61 s elapsed`."""
+    parts = [f"{name} {a.seconds:.1f} s F1 {row.f1[name]:.2f}" + (" FAILED" if a.error else "")
+             for name, a in row.answers.items()]
+    return f"{label} {number}/{total} (#{row.index}, cat {row.category}): {'; '.join(parts)} | {elapsed:.0f} s elapsed"
