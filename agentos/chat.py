@@ -91,7 +91,8 @@ class Repl:
         self.gone = False  # the output was closed (`agentos chat sam | head -3`): turns finish, nothing more prints
         # With piped input nothing echoes what was read: the REPL writes it after the prompt itself, so that the
         # transcript reads `you> line`, then the reply on a line of its own.
-        self.echo = read is input and not sys.stdin.isatty()
+        self.piped = self.echo = read is input and not sys.stdin.isatty()
+        self.failures = 0  # turns that failed: piped, any of them makes the exit status 1
 
     def write(self, text: str = "", end: str = "\n") -> None:
         """Print; once the reader has gone away, print nothing (the turn under way still completes and is saved,
@@ -107,7 +108,8 @@ class Repl:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def run(self) -> int:
-        """Chat until the user leaves or the session ends; 1 when it ended because the agent was lost."""
+        """Chat until the user leaves or the session ends; 1 when it ended because the agent was lost, or when a turn
+        failed in a piped chat (a script's `printf 'hi\n' | agentos chat sam` sees that its turn did not go through)."""
         save_history = self.line_editing()
         self.write(f'Chatting with "{self.agent.name}" ({self.agent.model}). /help for commands.')
         try:
@@ -116,7 +118,7 @@ class Repl:
             save_history()
             self.agent.close()
         self.show_news()  # what the batch under way at the end made (closing let it finish)
-        return 1 if self.ended else 0
+        return 1 if self.ended or (self.piped and self.failures) else 0
 
     def line_editing(self) -> Callable[[], None]:
         """Line editing and history for a person typing at a terminal; nothing for piped input or a test's `read`."""
@@ -215,6 +217,7 @@ class Repl:
         self.write(f"  {text}")
 
     def failed(self, event: TurnFailed, text: str, ends_session: bool) -> None:
+        self.failures += 1
         self.write(text)
         if ends_session:
             self.ended = event.error

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agentos.blocks import Block, MemoryEdit
 from agentos.events import MemoryEdited, MessagesEvicted, ReplyIncomplete, Retrying, TurnFailed
 from agentos.memory.tier import MemoryStats
+from agentos.text import plural
 
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
@@ -53,7 +54,8 @@ def format_context(breakdown: dict[str, Any]) -> str:
         lines.append(f"  {label:<22}{b[key]:>9,}")
     if b["correction"]:
         lines.append(f"  {'provider correction':<22}{b['correction']:>+9,}")
-    lines.append(f"  {b['hidden']:,} older messages are out of context (in recall); alert at {b['warn_at']:.0%},")
+    older = plural(b["hidden"], "older message") + (" is" if b["hidden"] == 1 else " are")
+    lines.append(f"  {older} out of context (in recall); alert at {b['warn_at']:.0%},")
     lines.append(f"  compact at {b['evict_at']:.0%} down to {b['target']:.0%}, keep the last {b['keep_last']}")
     return "\n".join(lines)
 
@@ -64,8 +66,8 @@ def describe_agent(agent: Agent) -> str:
     created = s.snapshot().created_at.astimezone()
     lines = [f"Agent {s.name}  model {s.model}  window {agent.window:,} tokens ({agent.window_source})  "
              f"created {created:%Y-%m-%d %H:%M}",
-             f"{len(s.context)} messages in context, {s.message_count} in recall memory; {s.compactions} "
-             f"compactions so far",
+             f"{plural(len(s.context), 'message')} in context, {s.recall_count:,} in recall memory; "
+             f"{plural(s.compactions, 'compaction')} so far",
              *agent.tiers.metadata(MemoryStats(s.message_count, s.hidden_count)),
              f"Tools: {', '.join(t.name for t in agent.tools)}"]
     return "\n".join(lines)
@@ -75,7 +77,7 @@ def describe_eviction(event: MessagesEvicted) -> str:
     """One line saying what the pager did."""
     how = "summarized" if event.summarized else "not summarized"
     note = f"; {event.note}" if event.note else ""
-    return (f"⋯ {event.count} old messages moved out of context, {how} "
+    return (f"⋯ {plural(event.count, 'old message')} moved out of context, {how} "
             f"({event.tokens_before:,}→{event.tokens_after:,} tokens{note})")
 
 

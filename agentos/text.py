@@ -3,6 +3,8 @@
 Python strings may hold lone surrogates (a JSON `"\\ud800"` escape from a model, undecodable bytes read
 with `surrogateescape`), which no UTF-8 file or table can store. Each becomes U+FFFD, the replacement
 character, where text enters agentos, so saving never fails because of it.
+
+Also `plural`: a count with its noun, as every message that counts something says it ("1 message", "2 messages").
 """
 
 from __future__ import annotations
@@ -41,3 +43,9 @@ def valid_values(value: Any, depth: int = 0) -> Any:
 
 ValidText = Annotated[str, AfterValidator(valid_text)]
 """A str field whose value is made valid whenever the model is built or loaded."""
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """`n` and its noun, singular for exactly one: `plural(1, "message")` is "1 message", `plural(1200, "message")`
+    "1,200 messages"; `many` for a plural that is not ONE + "s" (`plural(2, "batch", "batches")`)."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"

@@ -1,9 +1,11 @@
-"""The long-conversation benchmark still runs (on a tiny LoCoMo-shaped file, not the real data)."""
+"""The benchmarks still run: the long-conversation one on a tiny LoCoMo-shaped file (not the real data), and the
+start-up one on two cheap commands."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +29,16 @@ def test_benchmark_replays_and_reports(tmp_path: Path, capsys: Any) -> None:
     compactions = int(out.split("compactions:")[1].split()[0])
     assert compactions >= 1
     assert len((tmp_path / "t.csv").read_text().splitlines()) == 71
+
+
+def test_cli_startup_benchmark_times_commands_beside_another_tree(capsys: Any, monkeypatch: Any) -> None:
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "cli_startup.py"
+    spec = importlib.util.spec_from_file_location("cli_startup", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "cli_startup", module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    tree = str(path.parent.parent)
+    assert module.main(["--runs", "1", "--commands", "version,help", "--before", tree]) == 0
+    out = capsys.readouterr().out
+    assert "agentos start-up, ms: median (min-max) over 1 runs as whole processes" in out
+    assert "agentos --version" in out and "agentos --help" in out and "after vs before" in out

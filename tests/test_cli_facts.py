@@ -17,11 +17,11 @@ from agentos.agent.roles import ModelRoles
 from agentos.cli import main
 from agentos.cli.facts import when
 from agentos.errors import AgentOSError, ProviderError
-from agentos.eval.scripted_models import fact_extractor
+from agentos.eval.scripted_models import decide, extract, fact_extractor
 from agentos.memory.facts.rows import Fact, FactChange
 from agentos.memory.facts.tier import FactTier
 from agentos.messages import Message, new_id
-from agentos.providers.base import Provider
+from agentos.providers.base import ModelRequest, Provider
 from agentos.providers.scripted import ScriptedProvider, Step
 from tests.memory_helpers import day, make_agent, say
 from tests.processes import agentos
@@ -132,12 +132,12 @@ def test_search_ranks_current_facts_and_pages(capsys: Capture) -> None:
     tea, _ = seeded()
     run(capsys, "facts", "ada", "correct", tea.id, "Ada drinks oolong tea")
     code, out, _ = run(capsys, "facts", "ada", "search", "tea")
-    assert code == 0 and out.splitlines()[0] == "Showing current facts 1-1 of 1 (page 0 of 1; pages start at 0):"
+    assert code == 0 and out.splitlines()[0] == "Showing current facts 1-1 of 1 (all on page 0)."
     assert "oolong" in out and "green" not in out
     code, out, _ = run(capsys, "facts", "ada", "search", "tea", "--all")
     assert "of 2 " in out and "green tea" in out and "superseded" in out
     code, out, _ = run(capsys, "facts", "ada", "search", "tea", "--page", "3")
-    assert out == "Page 3 is past the end: 1 current facts, 1 page(s) (pages start at 0).\n"
+    assert out == "Page 3 is past the end: 1 current fact, all on page 0.\n"
     code, out, _ = run(capsys, "facts", "ada", "search", "volcano")
     assert code == 0 and out == "No current facts found for 'volcano'.\n"
 
@@ -398,7 +398,7 @@ def test_consolidate_with_the_scripted_extractor_reports_progress(capsys: Captur
     assert "green tea with honey" in lines[2]
     assert lines[3] == "Review them with: agentos facts ada changes (undo one with: agentos facts ada undo CHANGE)"
     assert err.startswith("Consolidating 3 message(s) with scripted/script ...\n")
-    assert "consolidating      [####" in err and "] 1/3" in err and err.endswith("] 3/3\n")
+    assert err.endswith("consolidating: 3/3 done\n")  # into a pipe: one plain line, no \r frames
 
     out = run(capsys, "facts", "ada", "list")[1]
     assert "(user/event; since 2024-01-03; confidence 0.80)" in out and "nurse" in out
@@ -470,3 +470,68 @@ def test_durations_reach_back_from_now(value: str, back: timedelta) -> None:
     assert when("2024-05-01", "--since") == datetime(2024, 5, 1, tzinfo=UTC)
     with pytest.raises(AgentOSError, match="reaches back past year 1"):
         when("99999999w", "--since")
+
+
+# -- skipped batches -------------------------------------------------------------------------------
+
+
+def weak_model(answering: list[bool]) -> Callable[[], Provider]:
+    """A model named "weak" that answers with no JSON while `answering[0]` is False, else as the scripted extractor."""
+    def answer(request: ModelRequest) -> Step | str:
+        if not answering[0]:
+            return "I cannot do that."
+        question = request.messages[0].content
+        return decide(question) if request.tools[0].name == "decide" else extract(question)
+
+    return lambda: ScriptedProvider(answer, model="weak")
+
+
+def test_a_skipped_batch_stays_retryable_from_the_command_line(capsys: Capture,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    conversation()
+    answering = [False]
+    facts_role(monkeypatch, weak_model(answering))
+    code, out, _ = run(capsys, "facts", "ada", "consolidate")
+    assert code == 0 and out.startswith("3 message(s) read in 3 batch(es): no changes; 3 batch(es) skipped.\n")
+    assert out.endswith("The skipped messages are kept for later: read them again with: agentos facts ada consolidate "
+                        "--retry-skipped (best with another model: add --model SPEC; a new facts model reads them "
+                        "again by itself)\n")
+    code, out, _ = run(capsys, "facts", "ada", "consolidate")  # the same model: not asked again by itself
+    assert code == 0 and out.startswith("Nothing new to consolidate: every saved message is consolidated (0 current "
+                                        "fact(s)).\n3 batch(es) (3 message(s)) skipped by scripted/weak wait to be "
+                                        "read again")
+    assert "Read them again with: agentos facts ada consolidate --retry-skipped" in out
+
+    skip = re.findall(r"(chg-\w+)  skip ", run(capsys, "facts", "ada", "changes")[1])[0]
+    code, out, err = run(capsys, "facts", "ada", "undo", skip)  # not "consolidate" again, nor "no facts yet"
+    assert code == 1 and out == "" and "has no facts yet" not in err
+    assert err.startswith(f"error: change {skip} is a skipped batch (1 message(s) that consolidation with "
+                          f"scripted/weak could not read: no usable answer after 3 tries: ")
+    assert err.endswith("Read it again with: agentos facts ada consolidate --retry-skipped (with another model: add "
+                        "--model SPEC)\n")
+
+    answering[0] = True  # the same model, answering now
+    code, out, err = run(capsys, "facts", "ada", "consolidate", "--retry-skipped")
+    assert code == 0, err
+    assert err.startswith("Consolidating 0 message(s) and 3 skipped batch(es) (3 message(s)) again with ")
+    assert out.startswith("3 message(s) read in 3 batch(es): 2 add; 3 skipped batch(es) read again.\n")
+    assert len(facts_of("ada").listing()) == 2 and facts_of("ada").skipped() == []
+    out = run(capsys, "facts", "ada", "changes")[1]
+    assert re.search(r"skip    by consolidator skipped 1 message\(s\) through #0 with scripted/weak  \(no usable "
+                     r"answer after 3 tries: ", out)
+    assert re.search(rf"retry   by consolidator skip {skip}: 1 message\(s\)  \(read again with scripted/weak\)", out)
+    code, out, _ = run(capsys, "facts", "ada", "consolidate")
+    assert code == 0 and out == "Nothing to consolidate: every saved message is consolidated (2 current fact(s)).\n"
+
+
+def test_a_new_facts_model_reads_skipped_batches_again_by_itself(capsys: Capture,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    conversation()
+    facts_role(monkeypatch, weak_model([False]))
+    run(capsys, "facts", "ada", "consolidate")
+    facts_role(monkeypatch, fact_extractor)  # the issue's "later run with a capable model"
+    code, out, err = run(capsys, "facts", "ada", "consolidate")
+    assert code == 0, err
+    assert "Nothing" not in out and out.startswith("3 message(s) read in 3 batch(es): 2 add; 3 skipped batch(es) read "
+                                                   "again.\n")
+    assert "nurse at the city hospital" in run(capsys, "facts", "ada", "list")[1]

@@ -1,16 +1,28 @@
-"""The offline demo model: its guided tour shows every memory tier, and each of its rules on its own."""
+"""The offline demo model: its guided tour shows every memory tier (fact memory included: a fact added, then
+superseded, offline), and each of its rules on its own."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Sequence
 
 import pytest
 
 from agentos.agent.agent import Agent
-from agentos.events import Event, MessagesEvicted, ToolCallStarted, TurnFinished
+from agentos.cli import main, sessions
+from agentos.cli.sessions import demo_settings
+from agentos.events import Event, FactsChanged, MessagesEvicted, ToolCallStarted, TurnFinished
 from agentos.memory.archival import ArchivalTier
+from agentos.memory.facts.extraction import DECIDE_TOOL, EXTRACT_TOOL
+from agentos.memory.facts.tier import FactTier
 from agentos.messages import Message, ToolCall
+from agentos.providers import demo_facts
 from agentos.providers import demo_rules as rules
 from agentos.providers.base import ModelRequest
 from agentos.providers.demo import DEMO_TOUR, HELP, demo_provider, demo_reply
+from agentos.tools.decorator import Tool
+
+WAIT_SECONDS = 60.0  # a generous bound for the consolidator on a loaded machine; it returns as soon as it is idle
 
 
 @pytest.fixture
@@ -29,10 +41,26 @@ def tools_called(events: list[Event]) -> list[str]:
     return [e.name for e in events if isinstance(e, ToolCallStarted)]
 
 
+def demo_agent() -> Agent:
+    """An agent as `agentos demo` creates it: the demo model, fact memory on."""
+    return Agent.create("d", model="scripted/demo", settings=demo_settings())
+
+
+def take_the_tour(agent: Agent) -> tuple[dict[str, str], list[str]]:
+    """Each reply of the tour (but /summarize), and the fact changes shown as they arrived."""
+    replies: dict[str, str] = {}
+    shown: list[str] = []
+    for text in DEMO_TOUR[:-1]:
+        replies[text] = reply(agent, text)
+        assert agent.tier(FactTier).consolidator.wait_idle(WAIT_SECONDS)  # a person reads the reply meanwhile
+        shown += [line for e in agent.idle() if isinstance(e, FactsChanged) for line in e.changes]
+    return replies, shown
+
+
 def test_the_tour_shows_every_tier_then_summarize_evicts() -> None:
-    agent = Agent.create("d", model="scripted/demo")
-    assert DEMO_TOUR[-1] == "/summarize" and 6 <= len(DEMO_TOUR) <= 7
-    replies = {text: reply(agent, text) for text in DEMO_TOUR[:-1]}
+    agent = demo_agent()
+    assert DEMO_TOUR[-1] == "/summarize" and 6 <= len(DEMO_TOUR) <= 10
+    replies, _ = take_the_tour(agent)
     human = agent.block("human").value
     assert "Name: Ada" in human and "Likes: green tea" in human
     assert agent.tier(ArchivalTier).count() == 1
@@ -47,10 +75,97 @@ def test_the_tour_shows_every_tier_then_summarize_evicts() -> None:
 
 
 def test_the_tour_uses_each_memory_tool() -> None:
-    agent = Agent.create("d", provider=demo_provider())
+    agent = Agent.create("d", provider=demo_provider(), settings=demo_settings())
     called = [tools_called(list(agent.turn(text))) for text in DEMO_TOUR[:-1]]
-    assert called == [["core_memory_replace"], ["core_memory_append"], ["archival_insert"], ["archival_search"],
-                      ["conversation_search"], []]
+    assert called == [["core_memory_replace"], [], ["core_memory_append"], ["archival_insert"], ["archival_search"],
+                      [], ["conversation_search"], ["fact_search"], []]
+
+
+def test_the_tour_shows_a_fact_added_then_superseded_offline() -> None:
+    agent = demo_agent()
+    replies, shown = take_the_tour(agent)
+    assert "+ The user lives in Lisbon." in shown and "+ The user's name is Ada." in shown
+    assert "~ The user lives in Porto. (was: The user lives in Lisbon.)" in shown
+    assert shown.index("+ The user lives in Lisbon.") < shown.index(
+        "~ The user lives in Porto. (was: The user lives in Lisbon.)")
+    facts = agent.tier(FactTier)
+    assert sorted(f.text for f in facts.listing()) == ["The user likes green tea.", "The user lives in Porto.",
+                                                       "The user's name is Ada."]
+    porto = next(f for f in facts.listing() if "Porto" in f.text)
+    assert [(f.text, f.status) for f in facts.history(porto.id)] == [("The user lives in Lisbon.", "superseded"),
+                                                                     ("The user lives in Porto.", "current")]
+    assert facts.skipped() == [] and [c for c in facts.changes() if c.kind == "skip"] == []
+    assert replies["I live in Lisbon."].startswith("Noted: \u201cThe user lives in Lisbon.\u201d goes to my fact memory")
+    assert replies["Where do I live?"].startswith("From my fact memory: \u201cThe user lives in Porto.\u201d (since ")
+
+
+def test_the_demo_model_consolidates_and_a_fact_can_be_corrected_and_ended() -> None:
+    agent = Agent.create("d", model="scripted/demo")  # fact memory off: consolidated only when asked
+    agent.add_history([Message.user("I live in Lisbon and I work at Globex."), Message.assistant("Noted.")])
+    report = agent.consolidate()
+    assert report.count("add") == 2 and not any(b.skipped for b in report.batches)
+    facts = agent.tier(FactTier)
+    globex = next(f for f in facts.listing() if "Globex" in f.text)
+    corrected = facts.correct(globex.id, "The user works at Initech.")  # the user's correction
+    assert corrected.by == "user" and facts.require(globex.id).status == "superseded"
+    agent.add_history([Message.user("I don't live in Lisbon anymore."), Message.user("I work for Initech.")])
+    report = agent.consolidate()
+    assert report.count("delete") == 1 and report.count("add") == 0  # Initech is known: nothing to add
+    assert [f.text for f in facts.listing()] == ["The user works at Initech."]
+    lisbon = next(f for f in facts.listing(include_ended=True) if "Lisbon" in f.text)
+    assert lisbon.status == "invalidated"
+
+
+def test_without_fact_memory_the_demo_says_so() -> None:
+    agent = Agent.create("d", provider=demo_provider())
+    assert reply(agent, "I live in Lisbon.").startswith("My fact memory is off")
+    assert tools_called(list(agent.turn("Where do I live?"))) == []
+
+
+def test_the_demo_command_turns_fact_memory_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[Agent] = []
+
+    def run_demo(agent: Agent, plain: bool) -> int:
+        started.append(agent)
+        return 0
+
+    monkeypatch.setattr(sessions, "run_demo", run_demo)
+    assert main(["demo", "tour"]) == 0
+    started[0].close()
+    assert Agent.load("tour", read_only=True).settings.facts.mode == "turn"
+
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("Hi! My name is Ada.", ["The user's name is Ada."]),
+    ("I just moved to Porto last month.", ["The user lives in Porto."]),
+    ("I've moved to New York, finally", ["The user lives in New York."]),
+    ("I work for Acme now", ["The user works at Acme."]),
+    ("I live in Lisbon and I work at Globex.", ["The user lives in Lisbon.", "The user works at Globex."]),
+    ("I no longer live in Porto", ["The user no longer lives in Porto."]),
+    ("My favourite colour is blue", ["The user's favourite colour is blue."]),
+    ("Where do I live?", []),
+])
+def test_the_facts_a_message_states(text: str, facts: list[str]) -> None:
+    assert [f for f, _ in rules.stated_facts(text)] == facts
+
+
+def test_consolidation_questions_get_valid_answers() -> None:
+    lines = ("[1] 2026-05-01 10:00 the user (user): I moved to Porto.\n"
+             "[2] 2026-05-01 10:00 the agent (assistant): I live in the cloud.")
+    extracted = demo_facts.answers(request(Message.user(lines), tools=[EXTRACT_TOOL]))
+    assert extracted is not None and extracted.calls()[0].name == "record_facts"
+    assert json.loads(extracted.calls()[0].arguments)["facts"] == [
+        {"text": "The user lives in Porto.", "subject": "user", "category": "biographical", "confidence": 0.9,
+         "sources": [1]}]  # what the agent says of itself is left out
+    question = ("Candidate 1: The user lives in Porto. (subject: user)\n  F1: The user likes tea. (since 2026-01-01)\n"
+                "  F2: The user lives in Lisbon. (since 2026-01-01)\n\n"
+                "Candidate 2: The user likes tea. (subject: user)\n  F3: The user likes tea (since 2026-01-01)\n\n"
+                "Candidate 3: The user likes jazz. (subject: user)\n  (no similar facts stored)\n")
+    decided = demo_facts.answers(request(Message.user(question), tools=[DECIDE_TOOL]))
+    assert decided is not None
+    assert [(d["candidate"], d["action"], d.get("fact")) for d in json.loads(decided.calls()[0].arguments)[
+        "decisions"]] == [(1, "UPDATE", "F2"), (2, "NONE", None), (3, "ADD", None)]
+    assert demo_facts.answers(request(Message.user("hello"))) is None
 
 
 @pytest.mark.parametrize(("text", "line"), [
@@ -152,8 +267,8 @@ def test_anything_else_gets_the_help_reply(agent: Agent) -> None:
     assert reply(agent, "hello again") == f"Ada, {HELP}"
 
 
-def request(*messages: Message, system_static: str = "You are an agent.") -> ModelRequest:
-    return ModelRequest(system_static=system_static, system_dynamic="", messages=list(messages))
+def request(*messages: Message, system_static: str = "You are an agent.", tools: Sequence[Tool] = ()) -> ModelRequest:
+    return ModelRequest(system_static=system_static, system_dynamic="", messages=list(messages), tools=list(tools))
 
 
 def test_a_failed_tool_call_is_reported() -> None:
@@ -176,7 +291,7 @@ def test_the_summarizer_request_still_gets_a_summary() -> None:
 
 
 def test_search_results_are_parsed_with_their_labels() -> None:
-    result = ("Showing passages 1-2 of 2 (page 0 of 1; pages start at 0).\n"
+    result = ("Showing passages 1-2 of 2 (all on page 0).\n"
               "- [2025-01-01 10:00 UTC] id arch-1 [tags: family, dates]: Mia: born 12 May.\n"
               "- [2025-01-01 10:01 UTC] user: a long text [... 1,200 more characters]")
     assert rules.result_hits(result) == [("id arch-1", "Mia: born 12 May."), ("user", "a long text")]

@@ -149,7 +149,7 @@ def damaged(path: Path, tmp_path: Path) -> dict[str, Path]:
 @pytest.mark.parametrize("damage, message", [
     ("cut short", "cut short or not a zip"), ("flipped byte", "fails its checksum"),
     ("newer format", "newer agentos.*Upgrade agentos"), ("not ours", "not an agentos export"),
-    ("not a zip", "cut short or not a zip"), ("not arrow", "a table in it cannot be read"),
+    ("not a zip", "cut short or not a zip"), ("not arrow", r"messages.arrow \(messages\) cannot be read"),
 ])
 def test_a_damaged_or_foreign_file_is_refused_and_writes_nothing(tmp_path: Path, damage: str, message: str) -> None:
     agent = rich_agent(tmp_path / "a")

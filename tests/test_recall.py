@@ -49,7 +49,7 @@ def test_paging_and_true_totals(embedder: str) -> None:
     # BM25 finds 11; the turn after the last one shares its score (the neighbours path), and hybrid adds the
     # nearest vectors (here every message): 12 either way
     assert total == 12
-    assert "page 0 of 3" in text
+    assert "(page 0 of pages 0-2)" in text
     seen: set[str] = set()
     for page in range(3):
         seen |= set(re.findall(r"recipe number \d+", call(agent, "conversation_search", query="pancake", page=page)[0]))

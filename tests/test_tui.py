@@ -103,14 +103,15 @@ def test_a_memory_edit_shows_its_diff_until_the_next_turn() -> None:
     run(test, agent)
 
 
-def test_a_blocks_history_lists_its_edits_as_diffs_and_focus_returns_to_the_input() -> None:
+def test_a_blocks_history_lists_its_edits_as_diffs_and_escape_returns_focus_to_the_block() -> None:
     steps = [ADA, "ok", Step(tool_calls=[("core_memory_append", {"label": "human", "content": "Likes: tea"})]), "ok"]
     agent = Agent.create("tuihist", provider=ScriptedProvider(steps), human="")
 
     async def test(app: AgentApp, pilot: Any) -> None:
         await say(app, pilot, "my name is Ada")
         await say(app, pilot, "I like tea")
-        app.query_one("#block-human", BlockView).focus()
+        block = app.query_one("#block-human", BlockView)
+        block.focus()
         await pilot.press("h")
         await pilot.pause()
         screen = app.screen
@@ -120,7 +121,14 @@ def test_a_blocks_history_lists_its_edits_as_diffs_and_focus_returns_to_the_inpu
         assert len(heads) == 2 and all("by the model" in h for h in heads)
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, BlockHistoryScreen) and app.focused is app.query_one("#prompt")
+        assert not isinstance(app.screen, BlockHistoryScreen) and app.focused is block
+        await pilot.press("e")  # the block's key, not a letter typed into the message
+        await pilot.pause()
+        assert isinstance(app.screen, EditBlockScreen) and app.screen.label == "human"
+        assert app.query_one("#prompt").value == ""
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is block
 
     run(test, agent)
 

@@ -11,6 +11,7 @@ import pytest
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings
+from agentos.cli.sessions import demo_settings
 from agentos.errors import StorageError
 from agentos.eval.scripted_models import decide
 from agentos.events import FactsNotice
@@ -20,6 +21,7 @@ from agentos.memory.facts.tier import FactTier
 from agentos.messages import new_id
 from agentos.presenter import describe_fact_changes
 from agentos.providers import ModelRequest, ScriptedProvider, Step
+from agentos.providers.demo import DEMO_TOUR
 from agentos.tui.app import AgentApp
 from agentos.tui.memory import FactsView
 from agentos.tui.messages import NewsArrived
@@ -239,3 +241,22 @@ def test_fact_changes_are_summarised_for_a_notification() -> None:
     assert describe_fact_changes(["+ a", "- fact_1 (no longer true)"]) == \
         "2 fact changes: + a; - fact_1 (no longer true)"
     assert describe_fact_changes(["+ " + "x" * 200, "+ b"]).startswith("2 new facts: " + "x" * 79 + "…; b")
+
+
+def test_the_demos_tour_shows_a_fact_added_then_superseded_in_the_pane() -> None:
+    agent = Agent.create("tuitour", model="scripted/demo", settings=demo_settings())  # as `agentos demo` makes it
+
+    async def test(app: AgentApp, pilot: Any) -> None:
+        facts = app.memory_panel.facts
+        assert facts is not None
+        await say(app, pilot, DEMO_TOUR[0])
+        await say(app, pilot, "I live in Lisbon.")
+        assert "· The user lives in Lisbon." in str(facts.body.render())
+        assert "New fact: The user lives in Lisbon." in messages(app)
+        await say(app, pilot, "I just moved to Porto.")
+        shown = str(facts.body.render())
+        assert "· The user lives in Porto." in shown and "Lisbon" not in shown and facts.count == 2
+        assert any("The user lives in Porto. (was: The user lives in Lisbon.)" in m for m in messages(app))
+        assert not any("skipped" in m for m in messages(app))
+
+    run(test, agent)

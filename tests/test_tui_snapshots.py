@@ -1,5 +1,5 @@
-"""Pictures of the TUI (pytest-textual-snapshot): the main screen, a memory diff, a block's history and the 80x24
-layout. A picture catches what functional asserts miss (a hidden status line, a panel that does not grow).
+"""Pictures of the TUI (pytest-textual-snapshot): the main screen, a memory diff, a block's history, the 80x24
+layout, and the summary marker (wrapped) opened with F4. A picture catches what functional asserts miss (a hidden status line, a panel that does not grow).
 
 After a deliberate change of the look: `pytest tests/test_tui_snapshots.py --snapshot-update`, then look at the
 new SVGs under tests/__snapshots__/ before committing them."""
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentos.agent.agent import Agent
+from agentos.agent.state import AgentSettings, PagerSettings
 from agentos.providers import ScriptedProvider, Step
 from agentos.tui.app import AgentApp
 from agentos.tui.memory import BlockView
@@ -99,3 +100,23 @@ def test_the_narrow_layout(snap_compare: Any) -> None:
         await say(pilot, "My name is Ada and I like green tea")
 
     assert snap_compare(app_after_a_memory_edit("snapnarrow"), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_f4_on_the_summary_marker_wrapped_and_opened(snap_compare: Any) -> None:
+    provider = ScriptedProvider(lambda request: "ok", context_window=2000)
+    agent = Agent.create("snapmarker", provider=provider, settings=AgentSettings(pager=PagerSettings()))
+    agent.roles.use("summary", ScriptedProvider(lambda request: "S: eight numbered topics.", context_window=2000))
+    for i in range(8):
+        list(agent.turn(f"topic {i}: " + "words " * 50))
+    agent.compact()
+    agent.close()
+    app = StillApp(Agent.load("snapmarker", provider=ScriptedProvider([])))
+
+    async def run_before(pilot: Any) -> None:
+        await pilot.pause()
+        await pilot.press("f4", "enter")  # the marker, the only expandable line, chosen and opened
+        await pilot.pause()
+        await pilot.press("ctrl+home")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 32), run_before=run_before)

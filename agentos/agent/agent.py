@@ -29,7 +29,14 @@ from agentos.agent.directory import (
 from agentos.agent.history import RestorePoint, Rewound
 from agentos.agent.paging import Pager
 from agentos.agent.prompts import PromptRenderer
-from agentos.agent.requests import RequestBuilder, output_cap, pager_view, reads_text_calls, window_source
+from agentos.agent.requests import (
+    RequestBuilder,
+    output_cap,
+    pager_view,
+    reads_text_calls,
+    window_hint,
+    window_source,
+)
 from agentos.agent.roles import ModelRoles, context_window, resolve_spec
 from agentos.agent.session import Session
 from agentos.agent.state import AgentSettings
@@ -61,7 +68,8 @@ class Agent:
     def __init__(self, state: TurnState, store: Store, provider: Provider | None, tools: Iterable[Tool] = (),
                  lease: Lease | None = None) -> None:
         self.roles = ModelRoles(state.model, lambda: state.settings, provider)
-        self.prompts = PromptRenderer(state.settings.prompt_dir, system_prompt=state.settings.system_prompt)
+        self.prompts = PromptRenderer(state.settings.prompt_dir, system_prompt=state.settings.system_prompt,
+                                      prompt_set=state.settings.prompts)
         self.session = Session(state, store, lease, tools, models=self.roles.provider, prompts=self.prompts)
         self.warnings: list[str] = []  # damage found when it was loaded (also issued as DamageWarning)
         self._last: Turn | None = None
@@ -80,12 +88,15 @@ class Agent:
     def create(cls, name: str, *, model: str | None = None, provider: Provider | None = None,
                persona: str | None = None, human: str | None = None, blocks: Iterable[Block] = (),
                tools: Iterable[Tool] = (), settings: AgentSettings | None = None, home: str | Path | None = None,
-               store: Store | None = None) -> Agent:
+               store: Store | None = None, with_model: bool = True) -> Agent:
         """Create and save a new agent, held for writing by the returned object.
 
-        `provider` overrides the model spec (tests, demos)."""
+        `provider` overrides the model spec (tests, demos). With `with_model=False` a model whose API key is missing
+        is no error, as creating calls no model: the agent is made without it (it cannot take turns until loaded
+        again, which needs the key)."""
         store = store_of(store, home)
-        state, provider = new_state(name, model, provider, persona, human, blocks, settings, home)
+        state, provider = new_state(name, model, provider, persona, human, blocks, settings, home,
+                                    with_model=with_model)
         lease = Lease(agent_id=state.id, name=name)
         agent = cls(TurnState(state, []), store, provider, tools, lease)
         store.create_agent(name, state.id, agent.state.snapshot().model_dump_json(), lease)
@@ -223,8 +234,9 @@ class Agent:
     def update_settings(self, **changes: Any) -> AgentSettings:
         """Change settings (validated; saved with the next step), e.g. `update_settings(context_window=32_000)`."""
         settings = self.state.update_settings(**changes)
-        if {"prompt_dir", "system_prompt"} & changes.keys():
-            self.prompts = PromptRenderer(settings.prompt_dir, system_prompt=settings.system_prompt)
+        if {"prompt_dir", "system_prompt", "prompts"} & changes.keys():
+            self.prompts = PromptRenderer(settings.prompt_dir, system_prompt=settings.system_prompt,
+                                          prompt_set=settings.prompts)
             self.session.set_links(prompts=self.prompts)
         if {"facts", "tiers", "prompt_dir", "system_prompt", "mcp_servers"} & changes.keys():
             self.session.open_tiers()  # a tier's tools and background work follow its settings
@@ -245,7 +257,8 @@ class Agent:
     def _turn(self) -> Turn:
         provider = self.roles.given("main")
         return Turn(self.state, provider, self.pager, self._requests(), self.tools, self.tiers.get,
-                    self.session.save, self.session.check_writable, reads_text_calls(self.settings, provider))
+                    self.session.save, self.session.check_writable, reads_text_calls(self.settings, provider),
+                    window_hint(self.name, self.window, self.window_source))
 
     def turn(self, text: str) -> Generator[Event, None, None]:
         """Take one user message and yield events until the reply (or a failure), then the tiers' end-of-turn
@@ -274,7 +287,8 @@ class Agent:
         return iter(self.session.idle(wait))
 
     def _requests(self) -> RequestBuilder:
-        return RequestBuilder(self.prompts, self.tiers.metadata, list(self.tools), self.output_cap())
+        tools = [t.compact() for t in self.tools] if self.settings.prompts == "compact" else list(self.tools)
+        return RequestBuilder(self.prompts, self.tiers.metadata, tools, self.output_cap())
 
     def build_request(self, pending: Sequence[Message] = ()) -> ModelRequest:
         """The request the next model call would send (`pending` messages as if they had joined the context)."""
@@ -321,11 +335,13 @@ class Agent:
         saved = self.save()
         return [result.event, *([saved] if saved else [])]
 
-    def consolidate(self, progress: Callable[[int, int], None] | None = None) -> ConsolidationReport:
-        """Consolidate every saved message not yet consolidated into facts, now (the background thread waits)."""
+    def consolidate(self, progress: Callable[[int, int], None] | None = None,
+                    retry_skipped: bool = False) -> ConsolidationReport:
+        """Consolidate every saved message not yet consolidated into facts, now (the background thread waits); with
+        `retry_skipped`, batches skipped before are read again too (those a different model skipped always are)."""
         self.session.check_writable()
         self.save()
-        return self.tier(FactTier).consolidate(progress)
+        return self.tier(FactTier).consolidate(progress, retry_skipped=retry_skipped)
 
     def memory_edits(self) -> list[MemoryEdit]:
         """The core memory edit log, oldest first: every saved edit (the log is written a step behind the state)."""

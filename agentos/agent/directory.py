@@ -19,7 +19,7 @@ from agentos.agent.roles import resolve_spec
 from agentos.agent.state import AgentSettings, AgentState, validate_name
 from agentos.blocks import Block, CoreMemory
 from agentos.config import database_uri, default_model_and_source, storage_options
-from agentos.errors import AgentNotFoundError, AgentOSError, ConfigError
+from agentos.errors import AgentNotFoundError, AgentOSError, AuthenticationError, ConfigError
 from agentos.memory.tiers import delete_tiers
 from agentos.messages import Message
 from agentos.providers.base import Provider
@@ -40,6 +40,12 @@ def open_store(home: str | Path | None = None) -> Store:
         _stores[uri] = Store(uri, storage_options(where))
         _at_exit(_close_at_exit, _stores[uri])
     return _stores[uri]
+
+
+def is_empty(store: Store) -> bool:
+    """Whether the store's database does not exist yet (a local data home before its first agent): then no agent
+    exists, and reading must not create it. A remote database is taken to exist."""
+    return "://" not in store.uri and not Path(store.uri).exists()
 
 
 def store_of(store: Store | None, home: str | Path | None) -> Store:
@@ -70,9 +76,9 @@ def _close_at_exit(store: Store) -> None:
 
 def not_found(name: str, store: Store) -> AgentNotFoundError:
     """The error for an agent the directory does not name, listing the ones it does."""
-    names = sorted(store.agent_rows())
+    names = [] if is_empty(store) else sorted(store.agent_rows())
     existing = ", ".join(names) if names else "none yet"
-    lost = store.lost_versions("agents")
+    lost = 0 if is_empty(store) else store.lost_versions("agents")
     if lost:
         return AgentNotFoundError(
             f'no agent named "{name}" in the agent directory as it reads now, but its newest {lost} version(s) are '
@@ -85,6 +91,8 @@ def not_found(name: str, store: Store) -> AgentNotFoundError:
 def list_agents(home: str | Path | None = None, store: Store | None = None) -> list[AgentState]:
     """Every saved agent's state, most recently active first (read-only: works while agents are in use)."""
     store = store_of(store, home)
+    if is_empty(store):
+        return []
     states = [AgentState.model_validate_json(r.state).model_copy(update={"name": name})
               for name, r in store.agent_rows().items()]  # the directory names an agent (a rename changes only it)
     return sorted(states, key=lambda s: s.last_active_at, reverse=True)
@@ -92,9 +100,10 @@ def list_agents(home: str | Path | None = None, store: Store | None = None) -> l
 
 def new_state(name: str, model: str | None, provider: Provider | None, persona: str | None, human: str | None,
               blocks: Iterable[Block], settings: AgentSettings | None,
-              home: str | Path | None) -> tuple[AgentState, Provider]:
+              home: str | Path | None, *, with_model: bool = True) -> tuple[AgentState, Provider | None]:
     """A new agent's state and its model: the spec given, else the configured default (resolved by the roles' rule),
-    unless `provider` stands in; default persona and human blocks unless given."""
+    unless `provider` stands in; default persona and human blocks unless given. Without `with_model` a model
+    whose API key is missing is no error (the spec is still checked): the key is needed only to talk."""
     validate_name(name)
     settings = settings or AgentSettings()
     prompts = PromptRenderer(settings.prompt_dir)
@@ -104,6 +113,9 @@ def new_state(name: str, model: str | None, provider: Provider | None, persona: 
             model, source = default_model_and_source(Path(home) if home else None)
         try:
             provider = resolve_spec(model, settings, main=True)
+        except AuthenticationError:
+            if with_model:
+                raise
         except ConfigError as exc:
             if source is None:
                 raise
@@ -116,8 +128,8 @@ def new_state(name: str, model: str | None, provider: Provider | None, persona: 
         *blocks,
     ]
     CoreMemory(all_blocks)  # rejects duplicate labels before anything is saved
-    state = AgentState(name=name, model=model or f"{provider.name}/{provider.model}", blocks=all_blocks,
-                       settings=settings)
+    spec = model or (f"{provider.name}/{provider.model}" if provider is not None else "")
+    state = AgentState(name=name, model=spec, blocks=all_blocks, settings=settings)
     return state, provider
 
 
@@ -134,6 +146,8 @@ def open_saved(name: str, store: Store, *, read_only: bool) -> Opened:
     """Read a saved agent, taking its lease unless `read_only` (AgentBusyError names the process that holds it).
     The caller releases the lease if it cannot go on."""
     validate_name(name)
+    if is_empty(store):
+        raise not_found(name, store)
     lease = None if read_only else Lease(agent_id="", name=name)
     try:
         row = store.agent_row(name) if lease is None else store.open_agent(
@@ -147,7 +161,11 @@ def open_saved(name: str, store: Store, *, read_only: bool) -> Opened:
         state = AgentState.model_validate_json(row.state)
         state.rev, state.name = row.rev, name  # the directory names an agent (a rename changes only it)
         store.damage.clear()  # what this load's reads find, not what earlier ones did
-        return Opened(state, store.get_messages(state.id, state.in_context_ids), lease)
+        messages = store.get_messages(state.id, state.in_context_ids)
+        if state.message_count:  # recall memory is counted from what is stored (see `AgentState.recall_count`)
+            stored = store.count_messages(state.id, below=state.message_count)
+            state.unreadable_messages = max(0, state.message_count - state.lost_messages - stored)
+        return Opened(state, messages, lease)
     except BaseException:
         if lease is not None:
             store.release(lease)
@@ -164,7 +182,7 @@ def damage(store: Store, state: AgentState, missing_in_context: int, *, writer: 
             found.append(f'agent "{name}": its newest saved state (revision {newer}) is missing from its '
                          f"table; this is revision {state.rev}. Run `agentos doctor {name} --repair` "
                          f"to restore it.")
-    missing = count - state.lost_messages - store.count_messages(state.id)
+    missing = state.unreadable_messages  # counted on opening
     if missing > 0 or missing_in_context > 0:
         where = f", {missing_in_context} of them in its context" if missing_in_context > 0 else ""
         found.append(f'agent "{name}": {max(missing, missing_in_context)} of its {count} saved messages are '
@@ -176,14 +194,14 @@ def damage(store: Store, state: AgentState, missing_in_context: int, *, writer: 
 def delete_agent(name: str, store: Store, *, force: bool = False) -> None:
     """Delete an agent and everything it remembers (see `Agent.delete`)."""
     validate_name(name)
-    row = store.agent_row(name)
+    row = None if is_empty(store) else store.agent_row(name)
     if row is None:
         raise not_found(name, store)
     lease = None
     if not force:
         lease = Lease(agent_id=row.agent_id, name=name)
         row = store.open_agent(name, lease, action="it cannot be deleted",
-                               hint=f"Finish that session first, or delete it anyway with: agentos delete {name} --force")
+                               hint=f"Finish that session first, or delete it anyway with: agentos delete {name} --force.")
     store.delete_agent(row.agent_id, name, lease)
     delete_tiers(store.db, row.agent_id)
 
@@ -196,7 +214,7 @@ def rename_agents(names: dict[str, str], store: Store) -> None:
         for old, new in names.items():
             validate_name(old)
             validate_name(new)
-            if store.agent_row(old) is None:
+            if is_empty(store) or store.agent_row(old) is None:
                 raise not_found(old, store)
             lease = Lease(agent_id="", name=old)
             row = store.open_agent(old, lease, action="it cannot be renamed", hint="Finish that session first.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agentos.agent.paging import PagerView
 from agentos.agent.prompts import PromptRenderer
@@ -52,6 +53,20 @@ def window_source(settings: AgentSettings, model: str, provider: Provider | None
     return getattr(provider, "window_source", None) or "model catalogue"
 
 
+def overfull(breakdown: dict[str, Any]) -> str | None:
+    """How far the next request (a `context_breakdown`) is over its window, said in words; None when it fits."""
+    total, window = breakdown["total"], breakdown["window"]
+    if total <= window:
+        return None
+    return f"the next request takes {total:,} tokens, {round(100 * total / window)}% of its {window:,}-token context window"
+
+
+def window_hint(name: str, window: int, source: str) -> str:
+    """What a request too big for the window adds: the window, where its figure comes from, and how to change it."""
+    return (f"The context window is {window:,} tokens ({source}); if the model takes more, change it with "
+            f"`agentos window {name} TOKENS`.")
+
+
 @dataclass(frozen=True)
 class RequestBuilder:
     """Builds an agent's requests from its state: prompts, the tiers' metadata lines, tools and the output cap."""
@@ -81,4 +96,4 @@ class RequestBuilder:
 def pager_view(state: TurnState, request: ModelRequest) -> PagerView:
     """What the pager reads of the state for one decision about `request`."""
     return PagerView(request=request, context=state.context, summary=state.summary,
-                     message_count=state.message_count, alerted=state.alerted, calibration=state.calibration)
+                     message_count=state.recall_count, alerted=state.alerted, calibration=state.calibration)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from agentos.agent.prompts import PromptSet
 from agentos.blocks import Block, MemoryEdit
 from agentos.errors import InvalidNameError
 from agentos.memory.facts.settings import FactSettings
@@ -69,6 +70,7 @@ class AgentSettings(BaseModel):
     max_steps: int = 20
     tool_output_limit: int = 4000
     prompt_dir: str | None = None
+    prompts: PromptSet = "standard"  # compact: shorter instructions and tool schemas, for a small model's window
     context_window: int | None = Field(default=None, gt=0)
     pager: PagerSettings = Field(default_factory=PagerSettings)
     embedder: str = "none"  # recall/archival vectors: none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL
@@ -111,6 +113,9 @@ class AgentState(BaseModel):
     token_offset: int = 0  # provider-reported minus estimated tokens of the last request
     message_count: int = 0  # messages ever saved; also the `seq` of the next one
     lost_messages: int = 0  # of those, how many damage destroyed (recorded by `agentos doctor --repair`)
+    # Of those, how many could not be read when the agent was opened (damage `agentos doctor --repair` has not
+    # recorded yet): counted from what is stored on opening, never saved.
+    unreadable_messages: int = Field(0, exclude=True)
     compactions: int = 0
     rev: int = 0
     created_at: datetime = Field(default_factory=utc_now)
@@ -120,3 +125,9 @@ class AgentState(BaseModel):
     # Edits saved with the state but not yet (known to be) in the memory_edits log; whoever opens the
     # agent next writes any that are missing, so a crash between the two writes loses none.
     unlogged_edits: list[MemoryEdit] = Field(default_factory=list)
+
+    @property
+    def recall_count(self) -> int:
+        """The messages in recall memory: those saved, less those damage destroyed or left unreadable. The one count
+        `show`, the prompt's metadata and `doctor` report."""
+        return max(0, self.message_count - self.lost_messages - self.unreadable_messages)

@@ -48,6 +48,7 @@ T = TypeVar("T")
 # How a model's answer can end without being a complete reply, and what the user is told.
 INCOMPLETE = {
     "max_tokens": "the reply was cut off: the model reached its output limit (max_tokens)",
+    "window_full": "the reply was cut off: the conversation filled the model's context window",
     "refusal": "the model refused to answer",
     "no_finish_reason": "the model's stream ended without saying it was finished; the reply may be incomplete",
     "other": "the model stopped for an unexpected reason; the reply may be incomplete",
@@ -111,7 +112,7 @@ class Turn:
 
     def __init__(self, state: TurnState, provider: Provider | None, pager: Pager, requests: RequestBuilder,
                  tools: ToolRegistry, tier: Callable[[type[Any]], Any], save: Callable[[str | None], StepSaved | None],
-                 check_writable: Callable[[], None], reads_text_calls: bool) -> None:
+                 check_writable: Callable[[], None], reads_text_calls: bool, window_hint: str = "") -> None:
         self.state = state
         self.provider = provider  # None: the agent was opened without a model
         self.pager = pager
@@ -121,6 +122,7 @@ class Turn:
         self.save = save  # commits what changed as one step (with the turn's question when it ends the turn)
         self.check_writable = check_writable
         self.reads_text_calls = reads_text_calls
+        self.window_hint = window_hint  # said after a request too big for the window: which window, how to change it
         self.last_usage: Usage | None = None  # what the provider last reported
 
     def edit(self, change: Callable[[CoreMemory], MemoryEdit]) -> Block:
@@ -153,7 +155,7 @@ class Turn:
         first = self.requests.build(owner, pending=[user])
         too_large = self.pager.preflight(first, owner.calibration)
         if too_large:
-            yield TurnFailed(error=too_large, kind="ContextOverflowError", steps=0)
+            yield TurnFailed(error=f"{too_large} {self.window_hint}".strip(), kind="ContextOverflowError", steps=0)
             return
         owner.append(user)
         settings = owner.settings
@@ -202,7 +204,7 @@ class Turn:
                     except ContextOverflowError as exc:
                         overflows += 1
                         if parts or calls or overflows > settings.pager.overflow_retries:
-                            yield failure(exc, steps)
+                            yield failure(ContextOverflowError(f"{exc} {self.window_hint}".strip()), steps)
                             return
                         yield Notice(text=f"the model rejected the request as too long; compacting and retrying "
                                      f"({overflows}/{settings.pager.overflow_retries})")
@@ -215,7 +217,8 @@ class Turn:
                             if rest:
                                 yield TextDelta(text=rest)
                             owner.append(Message.assistant("".join(parts) + CUT_OFF_MARK))
-                            yield ReplyIncomplete(reason="disconnected", detail=f"the reply was cut off: {exc}")
+                            yield ReplyIncomplete(reason="disconnected", detail="the reply was cut off; what arrived "
+                                                  "is kept, marked as cut off")  # why: the failure that follows
                         yield failure(exc, steps)
                         return
                 request = None

@@ -86,12 +86,18 @@ class TurnState:
 
     @property
     def message_count(self) -> int:
+        """Messages ever saved (also the `seq` of the next one)."""
         return self._state.message_count
 
     @property
+    def recall_count(self) -> int:
+        """Messages in recall memory: saved and still stored (see `AgentState.recall_count`)."""
+        return self._state.recall_count
+
+    @property
     def hidden_count(self) -> int:
-        """Messages saved that are no longer in the context."""
-        return max(0, self._state.message_count - len(self._context))
+        """Messages in recall memory that are no longer in the context."""
+        return max(0, self._state.recall_count - len(self._context))
 
     @property
     def rev(self) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentos.agent.agent import Agent, list_agents, open_store
+from agentos.agent.directory import is_empty, not_found
 from agentos.agent.roles import resolve_spec
 from agentos.agent.state import AgentSettings
 from agentos.embedders.resolve import resolve_embedder
@@ -40,10 +41,11 @@ def cmd_new(args: argparse.Namespace) -> int:
             print(f"warning: {note}", file=sys.stderr)
     prompt_dir = str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None
     settings = AgentSettings(prompt_dir=prompt_dir, embedder=args.embedder or "none", context_window=args.window,
-                             max_output_tokens=args.max_output, facts=FactSettings(mode=args.facts or "off"))
+                             max_output_tokens=args.max_output, facts=FactSettings(mode=args.facts or "off"),
+                             prompts=args.prompts or "standard")
     agent = Agent.create(
         args.name, model=args.model, persona=_text_or_file(args.persona), human=_text_or_file(args.human),
-        settings=settings,
+        settings=settings, with_model=False,  # creating calls no model, so needs no API key: talking does
     )
     agent.close()
     search = "by keywords" if embedder == "none" else f"by keywords and meaning ({embedder})"
@@ -61,7 +63,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     rows = [("NAME", "MODEL", "MESSAGES", "LAST ACTIVE")]
     for s in states:
-        rows.append((s.name, s.model, str(s.message_count), s.last_active_at.astimezone().strftime("%Y-%m-%d %H:%M")))
+        rows.append((s.name, s.model, str(s.recall_count), s.last_active_at.astimezone().strftime("%Y-%m-%d %H:%M")))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
@@ -113,7 +115,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     for server in found:
         where = f"{server.family} at {server.base_url}"
         if server.error:
-            print(f"{where}: not reachable ({server.error})")
+            print(f"{where}: busy: {server.error}" if server.busy else f"{where}: not reachable ({server.error})")
             continue
         print(f"{where}: {len(server.models)} model(s)" + (":" if server.models else ""))
         for model in server.models:
@@ -121,13 +123,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     if not any(s.models for s in found):
         print("No local server offers a model. Start one (ollama serve, llama-server -m MODEL.gguf --port 8080), "
               "or give its address with --base-url http://HOST:PORT/v1.")
-        return 1
+        return 1 if args.base_url else 0  # the server asked for is not there; looking around and finding none is an answer
     print("Use one with: agentos new NAME --model SPEC")
     return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     store = open_store()
+    if is_empty(store):  # nothing stored yet: nothing to check, and checking must not create the database
+        if args.name:
+            raise not_found(args.name, store)
+        print(f"No damage found: {store.uri} holds no agents yet.")
+        return 0
     where = "agent " + repr(args.name) if args.name else "every table"
     print(f"Checking {where} in {store.uri} ...", file=sys.stderr, flush=True)
     checkup = examine(store, args.name)

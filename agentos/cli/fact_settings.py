@@ -20,22 +20,41 @@ from agentos.providers.models import parse_spec
 if TYPE_CHECKING:
     from agentos.agent.agent import Agent
     from agentos.memory.facts.reports import ConsolidationReport
+    from agentos.memory.facts.rows import FactChange
     from agentos.memory.facts.settings import FactSettings
+    from agentos.memory.facts.tier import FactTier
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
-    """`facts NAME consolidate`: consolidate every saved message not yet consolidated, now, with progress."""
+    """`facts NAME consolidate`: consolidate every saved message not yet consolidated, now, with progress; first
+    read again the batches another model skipped (with --retry-skipped: every skipped batch)."""
     with opened(args.name, write=True) as (agent, facts):
         spec = _fact_model(agent, args.model)
         pending = facts.consolidator.pending(agent.state.message_count)
-        if not pending:
-            print(f"Nothing to consolidate: every saved message is consolidated ({facts.count_current()} current "
-                  f"fact(s)).")
+        retries = facts.consolidator.retryable(args.retry_skipped)
+        if not pending and not retries:
+            waiting = facts.skipped()
+            print(f"Nothing {'new ' if waiting else ''}to consolidate: every saved message is consolidated "
+                  f"({facts.count_current()} current fact(s)).")
+            if waiting:
+                print(_waiting(agent.name, waiting))
             return 0
-        print(f"Consolidating {pending} message(s) with {spec} ...", file=sys.stderr, flush=True)
-        report = _consolidate(agent, pending)
+        again = sum(len(s.message_ids) for s in retries)
+        what = f"{pending} message(s)" + (f" and {len(retries)} skipped batch(es) ({again} message(s)) again"
+                                          if retries else "")
+        print(f"Consolidating {what} with {spec} ...", file=sys.stderr, flush=True)
+        report = _consolidate(agent, facts, pending + again, args.retry_skipped)
         _print_report(agent.name, report)
     return 0
+
+
+def _waiting(name: str, skipped: list[FactChange]) -> str:
+    """The skipped batches that wait to be read again, and how to read them again."""
+    messages = sum(len(s.message_ids) for s in skipped)
+    models = ", ".join(sorted({s.model or "a model not recorded" for s in skipped}))
+    return (f"{len(skipped)} batch(es) ({messages} message(s)) skipped by {models} wait to be read again (the latest: "
+            f"{skipped[-1].reason}). Read them again with: agentos facts {name} consolidate --retry-skipped, or with "
+            f"another model: agentos facts {name} consolidate --model SPEC")
 
 
 def _fact_model(agent: Agent, spec: str | None) -> str:
@@ -51,7 +70,7 @@ def _fact_model(agent: Agent, spec: str | None) -> str:
     return used
 
 
-def _consolidate(agent: Agent, pending: int) -> ConsolidationReport:
+def _consolidate(agent: Agent, facts: FactTier, pending: int, retry_skipped: bool) -> ConsolidationReport:
     """Run consolidation with a progress bar on stderr; a failure says how far it got (that much is kept)."""
     done = [0]
 
@@ -61,7 +80,7 @@ def _consolidate(agent: Agent, pending: int) -> ConsolidationReport:
         progress_bar("consolidating", count, total)
 
     try:
-        return agent.consolidate(progress=progress)
+        return agent.consolidate(progress, retry_skipped=retry_skipped)
     except AgentOSError as exc:
         if 0 < done[0] < pending:
             sys.stderr.write("\n")
@@ -79,6 +98,10 @@ def _print_report(name: str, report: ConsolidationReport) -> None:
             print(f"  skipped {batch.messages} message(s): {batch.skipped}")
     if report.changes:
         print(f"Review them with: agentos facts {name} changes (undo one with: agentos facts {name} undo CHANGE)")
+    if any(b.skipped for b in report.batches):
+        print(f"The skipped messages are kept for later: read them again with: agentos facts {name} consolidate "
+              f"--retry-skipped (best with another model: add --model SPEC; a new facts model reads them again by "
+              f"itself)")
 
 
 def _set_facts(agent: Agent, changes: dict[str, Any]) -> FactSettings:

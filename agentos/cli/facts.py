@@ -25,11 +25,11 @@ from agentos.cli.facts_text import (
 from agentos.errors import AgentOSError, FactError
 from agentos.memory.facts.rows import FACT_CHANGES
 from agentos.memory.facts.tier import FactTier
+from agentos.retrieval.page import page_head
 from agentos.times import moment_or_ago, parse_date
 
 if TYPE_CHECKING:
     from agentos.memory.facts.rows import Fact
-    from agentos.retrieval.page import Page
 
 
 SOURCE_LIMIT = 300  # characters of a source message shown in `history`
@@ -111,23 +111,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         page = facts.search(args.query, as_of=as_of, include_ended=args.all, subject=args.subject, page=args.page,
                             page_size=args.size, record=False)
         what = _what(include_ended=args.all, as_of=as_of, subject=args.subject)
-        print(_search_head(page, what, args.query) if page.total or facts.in_use else _empty(agent, facts, what))
+        print(page_head(page, what, args.query) if page.total or facts.in_use else _empty(agent, facts, what))
         for fact in page.hits:
             print(f"  {fact_line(fact)}")
     return 0
-
-
-def _search_head(page: Page[Fact], what: str, query: str) -> str:
-    """The head of a page of search results, with true totals."""
-    pages = -(-page.total // page.page_size)
-    note = f"\n{page.note}" if page.note else ""
-    if not page.total:
-        return f"No {what} found" + (f" for {query!r}." if query else ".") + note
-    if not page.hits:
-        return f"Page {page.page} is past the end: {page.total} {what}, {pages} page(s) (pages start at 0)." + note
-    first = page.page * page.page_size
-    return (f"Showing {what} {first + 1}-{first + len(page.hits)} of {page.total} (page {page.page} of {pages}; "
-            f"pages start at 0):" + note)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -248,9 +235,10 @@ def cmd_retract(args: argparse.Namespace) -> int:
 def cmd_undo(args: argparse.Namespace) -> int:
     """`facts NAME undo CHANGE`: reverse one change (what it made is undone, what it ended holds again)."""
     with opened(args.name, write=True) as (_, facts):
-        _has_facts(facts, args.name)
         target = facts.change(args.change)
-        change = facts.undo(args.change)
+        if target.kind in FACT_CHANGES:
+            _has_facts(facts, args.name)
+        change = facts.undo(args.change)  # a skip or a progress row is refused, with what can be done instead
         done = [f"{target.fact_id} is undone"] if target.fact_id else []
         done += [f"{target.old_fact_id} holds again"] if target.old_fact_id else []
         print(f"Undid change {target.id} ({target.kind} by {target.by}): {'; '.join(done) or 'no fact changed'} "

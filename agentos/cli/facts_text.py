@@ -133,7 +133,10 @@ def change_text(change: FactChange, ended: dict[str, Fact]) -> str:
         text = f"undo of {change.target_change}"
         reason = "" if reason.startswith("undo of") else reason
     elif kind == "skip":
-        text = f"skipped {len(change.message_ids)} message(s) through #{change.through_seq}"
+        where = f"through #{change.through_seq}" if change.through_seq is not None else "again"
+        text = f"skipped {len(change.message_ids)} message(s) {where}" + (f" with {change.model}" if change.model else "")
+    elif kind == "retry":
+        text = f"skip {change.target_change}: {len(change.message_ids)} message(s)"
     elif kind == "rewind":
         text = f"consolidation goes back to after message #{change.through_seq}"
     else:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from agentos.agent.agent import Agent, open_store
+from agentos.agent.directory import is_empty
 from agentos.cli.transfer import transfer_progress
 from agentos.commands.rewinding import (
     BACKUP,
@@ -75,7 +76,7 @@ def cmd_rewind(args: argparse.Namespace) -> int:
 
 def _undo(args: argparse.Namespace) -> int:
     store = open_store()
-    if store.agent_row(args.name) is None:
+    if is_empty(store) or store.agent_row(args.name) is None:
         Agent.load(args.name, read_only=True)  # says that there is no such agent, and which there are
     kept = backups(args.name, store.agent_rows())
     if not kept:

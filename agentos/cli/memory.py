@@ -105,13 +105,17 @@ def cmd_memory_log(args: argparse.Namespace) -> int:
     agent = _load(args.name)
     try:
         edits = [e for e in agent.memory_edits() if args.label in (None, e.label)]
+        labels = [block.label for block in agent.blocks]
+        if args.label is not None and not edits and args.label not in labels:
+            raise AgentOSError(f'agent "{agent.name}" has no block "{args.label}" and no edits of one: its blocks are '
+                               f"{', '.join(labels)}.")
         for edit in edits[-args.last:] if args.last else edits:
             print(f"{edit.at:%Y-%m-%d %H:%M:%S}  [{edit.label}]  by {who_made(edit)}: {len(edit.old_value):,} -> "
                   f"{len(edit.new_value):,} chars")
             for line in edit_diff(edit.old_value, edit.new_value):
                 print(f"    {line}")
         if not edits:
-            print("No memory edits yet.")
+            print("No memory edits yet." if args.label is None else f'No edits of block "{args.label}" yet.')
     finally:
         agent.close()
     return 0

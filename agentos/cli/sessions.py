@@ -9,8 +9,10 @@ import sys
 from types import ModuleType
 
 from agentos.agent.agent import Agent
+from agentos.agent.state import AgentSettings
 from agentos.chat import Repl
 from agentos.errors import AgentNotFoundError, AgentOSError
+from agentos.memory.facts.settings import FactSettings
 from agentos.providers.demo import DEMO_TOUR
 
 
@@ -35,17 +37,22 @@ def cmd_tui(args: argparse.Namespace) -> int:
         print(f"agentos tui needs a terminal, and this is not one (input or output is piped); chatting with "
               f'"{args.name}" in the line REPL instead (agentos chat {args.name}).', file=sys.stderr)
         return Repl(Agent.load(args.name)).run()
-    return _tui().run_tui(Agent.load(args.name))
+    return _tui().run_tui(lambda: Agent.load(args.name))  # the frame paints at once; the agent loads behind it
 
 
 DEMO_MODEL = "scripted/demo"
+
+
+def demo_settings() -> AgentSettings:
+    """The demo agent's settings: fact memory on, after every turn (the demo model answers consolidation too)."""
+    return AgentSettings(facts=FactSettings(mode="turn"))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     try:
         model = Agent.load(args.name, read_only=True, with_model=False).model
     except AgentNotFoundError:
-        agent = Agent.create(args.name, model=DEMO_MODEL)
+        agent = Agent.create(args.name, model=DEMO_MODEL, settings=demo_settings())
         print(f'Created the offline demo agent "{args.name}".')
         return run_demo(agent, args.plain)
     if model != DEMO_MODEL:

@@ -14,6 +14,26 @@ from agentos.portable.archive import SUFFIX, copy_agent, export_agent, import_ag
 from agentos.portable.letta_export import export_af
 from agentos.portable.letta_file import read_af
 from agentos.portable.letta_import import import_af
+from agentos.storage.store import Store
+from agentos.text import plural
+
+
+def set_window(store: Store, name: str, window: int | None) -> None:
+    """Give agent `name` this context window (None: the model's own again), saved."""
+    agent = Agent.load(name, store=store, with_model=False)
+    try:
+        agent.update_settings(context_window=window)
+        agent.save()
+    finally:
+        agent.close()
+
+
+def counted_rows(rows: dict[str, int]) -> str:
+    """Each member's rows with its label, a plural noun, made singular for one: "4 messages, 1 restore point"."""
+    def one(label: str) -> str:
+        return label[:-3] + "y" if label.endswith("ies") else label.removesuffix("s")
+
+    return ", ".join(plural(n, one(label), label) for label, n in rows.items())
 
 
 def transfer_progress(what: str, done: int, total: int) -> None:
@@ -34,8 +54,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         return 0
     report = export_agent(open_store(), args.name, path, progress=transfer_progress)
     size = path.stat().st_size
-    print(f'Exported agent "{args.name}" to {path} ({size / 1e6:,.1f} MB): '
-          + ", ".join(f"{n:,} {what}" for what, n in report.rows.items()))
+    print(f'Exported agent "{args.name}" to {path} ({size / 1e6:,.1f} MB): {counted_rows(report.rows)}')
+    for note in report.notes:
+        print(f"  {note}")
     return 0
 
 
@@ -57,7 +78,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                 else:
                     raise AgentOSError(f"{answer!r} is not one of the numbers shown, nor 'all'; nothing was imported.")
 
-        reports = import_af(open_store(), path, agent=args.agent, all_agents=args.all, name=args.name, model=args.model)
+        reports = import_af(open_store(), path, agent=args.agent, all_agents=args.all, name=args.name, model=args.model,
+                            window=args.window)
         for letta in reports:
             for line in letta.lines():
                 print(line)
@@ -66,17 +88,35 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.agent or args.all:
         raise AgentOSError(f"{path} is an agentos export, which holds one agent; --agent and --all are for Letta "
                            f"agent files.")
-    report = import_agent(open_store(), path, args.name, progress=transfer_progress, model=args.model)
+    store = open_store()
+    report = import_agent(store, path, args.name, progress=transfer_progress, model=args.model)
     print(f'Imported agent "{report.name}" from {args.file}: '
-          + (", ".join(f"{n:,} {what}" for what, n in report.rows.items()) or "no rows"))
+          + (counted_rows(report.rows) or "no rows"))
+    if args.window is not None:
+        set_window(store, report.name, args.window)
+        print(f"  context window: {args.window:,} tokens (given on import)")
     for line in report.skipped:
         print(f"  not imported: {line}")
     print(f"Chat with it: agentos chat {report.name}")
     return 0
 
 
+def _check_point(store: Store, name: str, at: int) -> None:
+    """Refuse a restore point agent `name` does not have, naming it, before anything is copied."""
+    source = Agent.load(name, store=store, read_only=True, with_model=False)
+    try:
+        points = source.restore_points()
+    finally:
+        source.close()
+    if all(point.turn != at for point in points):
+        raise AgentOSError(f'agent "{name}" has no restore point {at}: its points are 0 to {len(points) - 1}. '
+                           f"See them with: agentos history {name}")
+
+
 def cmd_fork(args: argparse.Namespace) -> int:
     store = open_store()
+    if args.at is not None:
+        _check_point(store, args.name, args.at)
     copy_agent(store, args.name, args.new, transfer_progress)
     at = ""
     if args.at is not None:
@@ -95,6 +135,10 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_rename(args: argparse.Namespace) -> int:
+    if args.old == args.new:
+        Agent.load(args.old, read_only=True, with_model=False).close()  # says that there is no such agent, if none
+        raise AgentOSError(f'"{args.old}" already has that name; nothing was renamed. Give it another: '
+                           f"agentos rename {args.old} NEW")
     Agent.rename(args.old, args.new)
     print(f'Renamed "{args.old}" to "{args.new}".')
     return 0

@@ -24,7 +24,13 @@ class Console(Protocol):
 
 
 def progress_bar(what: str, done: int, total: int) -> None:
-    """A progress bar on stderr, redrawn in place; the line ends when `done` reaches `total`."""
+    """A progress bar on stderr, redrawn in place; the line ends when `done` reaches `total`. Where stderr is no
+    terminal (a pipe, a log file) no frames are drawn: one plain line says each part done."""
+    if not sys.stderr.isatty():
+        if done >= total:
+            sys.stderr.write(f"{what}: {done:,}/{total:,} done\n")
+            sys.stderr.flush()
+        return
     width = 30
     filled = width * done // total if total else width
     sys.stderr.write(f"\r{what:<18} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")

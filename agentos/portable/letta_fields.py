@@ -6,7 +6,10 @@ listed in the report; blocks other agents of the file share are copied (and said
 
 from __future__ import annotations
 
-from agentos.portable.letta_file import AfSource, Findings, _dict, _plural, _preview
+from typing import Any
+
+from agentos.portable.letta_file import AfSource, Findings, _dict, _preview
+from agentos.text import plural
 
 V2_KEYS = ("agents", "groups", "blocks", "files", "sources", "tools", "mcp_servers", "skills", "metadata", "created_at")
 
@@ -40,12 +43,41 @@ IGNORED_FIELDS = {"include_base_tools", "include_multi_agent_tools", "include_ba
                   "entity_id", "hidden", "parallel_tool_calls", "max_files_open", "per_file_view_window_char_limit"}
 
 
-def sharing_findings(source: AfSource) -> Findings:
-    """Blocks other agents of a v2 file also use, and the groups this agent is in: both reported."""
+def _blocks_line(blocks: list[dict[str, Any]], what: str) -> str:
+    """`what` the blocks are, with their count, their size in characters and their labels (the first 12)."""
+    size = sum(len(b["value"]) for b in blocks if isinstance(b.get("value"), str))
+    labels = [str(b.get("label") or b.get("id")) for b in blocks]
+    shown = ", ".join(labels[:12]) + (f", and {len(labels) - 12:,} more" if len(labels) > 12 else "")
+    return f"{plural(len(blocks), 'block')} {what} ({size:,} characters): {shown}"
+
+
+def unused_block_findings(data: dict[str, Any], imported: set[str]) -> Findings:
+    """Blocks of a v2 file that no agent uses, and those only agents not `imported` now use: both left out."""
+    found = Findings()
+    users: dict[str, set[str]] = {}
+    for index, agent in enumerate(data["agents"]):
+        if isinstance(agent, dict) and isinstance(agent.get("block_ids"), list):
+            for block_id in agent["block_ids"]:
+                users.setdefault(str(block_id), set()).add(str(agent.get("id") or f"agent-{index}"))
+    blocks = [b for b in data.get("blocks") or [] if isinstance(b, dict)]
+    orphans = [b for b in blocks if str(b.get("id")) not in users]
+    elsewhere = [b for b in blocks if users.get(str(b.get("id"))) and not users[str(b.get("id"))] & imported]
+    if orphans:
+        found.left_out.append(_blocks_line(orphans, "of the file that belong to no agent in it"))
+    if elsewhere:
+        found.left_out.append(_blocks_line(elsewhere, "that only agents of the file not imported now use")
+                              + "; import them with --agent NAME or --all")
+    return found
+
+
+def sharing_findings(source: AfSource, imported: set[str]) -> Findings:
+    """Blocks other agents of a v2 file also use, the groups this agent is in, and the file's blocks that none of the
+    `imported` agents uses: all reported."""
     found = Findings()
     if source.af.version != "v2":
         return found
     data = source.af.data
+    found.left_out += unused_block_findings(data, imported).left_out
     names = {str(a.get("id")): a.get("name") for a in data["agents"] if isinstance(a, dict)}
     others = [a for a in data["agents"] if isinstance(a, dict) and str(a.get("id")) != source.id]
     shared = sorted({str(b.get("label")) for b in source.blocks
@@ -94,8 +126,8 @@ def field_findings(source: AfSource) -> Findings:
         data = source.af.data
         for key in ("files", "sources", "mcp_servers", "skills"):
             if data.get(key):
-                found.left_out.append(f"{_plural(len(data[key]), key.rstrip('s').replace('_', ' '))} of the file "
-                                      f"(agentos has no {key.replace('_', ' ')})")
+                what = key.replace("_", " ")
+                found.left_out.append(f"the file's {what}: {len(data[key]):,} (agentos has no {what})")
         for key in data:
             if key not in V2_KEYS and data[key] not in (None, [], {}):
                 found.left_out.append(f"top-level field {key} {_preview(data[key])} (a field agentos does not know)")

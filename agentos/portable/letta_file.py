@@ -11,12 +11,14 @@ agentos agents and `letta_export` writes v2 files.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from agentos.portable.archive import ExportFileError
+from agentos.text import plural
 from agentos.times import iso_moment
 
 SUFFIX = ".af"
@@ -126,10 +128,6 @@ def _preview(value: Any) -> str:
     return repr(value)
 
 
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
-
-
 # -- reading one agent of a file -----------------------------------------------------------------
 
 
@@ -232,7 +230,9 @@ class Findings:
 
 
 def report_lines(head: str, blocks: int, messages: int, in_context: int, notes: list[str], left_out: list[str],
-                 verb: str) -> list[str]:
-    """An import's or export's report: what it moved, its notes, then what the file could not carry (`not VERB:`)."""
-    return [f"{head}: {blocks} blocks, {messages:,} messages, {in_context:,} in context",
-            *(f"  {line}" for line in notes), *(f"  not {verb}: {line}" for line in left_out)]
+                 verb: str, warnings: Sequence[str] = ()) -> list[str]:
+    """An import's or export's report: what it moved, its warnings, its notes, then what the file could not carry
+    (`not VERB:`)."""
+    return [f"{head}: {plural(blocks, 'block')}, {plural(messages, 'message')}, {in_context:,} in context",
+            *(f"  warning: {line}" for line in warnings), *(f"  {line}" for line in notes),
+            *(f"  not {verb}: {line}" for line in left_out)]

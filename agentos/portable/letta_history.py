@@ -5,7 +5,9 @@
   `heartbeat` and `login` envelopes are Letta loop control and are left out; a `system_alert` that carries
   Letta's summary of evicted messages becomes the agent's summary when it is in context (older ones are
   superseded), any other alert a system message. Letta's system-role messages that are its compiled prompt
-  (instructions plus rendered blocks) are left out: agentos renders its prompt from the blocks on every call.
+  (instructions plus rendered blocks and a dated metadata section) are left out, its first message always (Letta
+  keeps its compiled prompt there, so it is stale even when the file's `system` is empty): agentos renders its
+  prompt from the blocks on every call.
   agentos has no `send_message`: a `send_message` call's `message` argument becomes the assistant's reply text,
   and its "OK" result goes. Agents that speak through `send_message` (MemGPT-style) write hidden inner thoughts as
   their text; those are left out, as are the `inner_thoughts` and `request_heartbeat` arguments of their other
@@ -28,13 +30,14 @@ from typing import Any
 
 from agentos.agent.context import repair_context
 from agentos.messages import Message, ToolCall, new_id, utc_now
-from agentos.portable.letta_file import AfSource, Findings, _dict, _plural, _text, _time
+from agentos.portable.letta_file import AfSource, Findings, _dict, _text, _time
+from agentos.text import plural
 
 MONOLOGUE_AGENT_TYPES = {"memgpt_agent", "memgpt_v2_agent", "sleeptime_agent"}
 REASONING_PARTS = {"reasoning", "redacted_reasoning", "omitted_reasoning", "summarized_reasoning"}
 LETTA_ONLY_ARGUMENTS = ("inner_thoughts", "request_heartbeat")
 SUMMARY_MARK = re.compile(r"The following is a summary of the previous(?: \d+)? messages:\s*(.*)", re.DOTALL)
-COMPILED_MARKS = ("<memory_blocks>", "### Memory [last modified")
+COMPILED_MARKS = ("<memory_blocks>", "### Memory [last modified", "<memory_metadata>", "The current system date is:")
 MESSAGE_FIELDS = {"type", "id", "role", "content", "text", "name", "otid", "sender_id", "batch_item_id", "group_id",
                   "model", "agent_id", "tool_calls", "tool_call_id", "tool_returns", "created_at", "updated_at", "approve",
                   "approval_request_id", "denial_reason", "approvals", "step_id", "run_id", "is_err", "organization_id"}
@@ -166,7 +169,7 @@ def imported_history(source: AfSource) -> History:
         out.messages.append(message)
         out.origins.append(key)
 
-    for key, raw in source.messages:
+    for position, (key, raw) in enumerate(source.messages):
         for name in set(raw) - MESSAGE_FIELDS:
             if raw[name] not in (None, [], {}, ""):
                 counts[f"message field {name!r}"] += 1
@@ -175,7 +178,7 @@ def imported_history(source: AfSource) -> History:
         texts = _parts(raw, counts)
         text = "\n".join(texts)
         if role == "system":
-            if _is_compiled_prompt(text, system):
+            if position == 0 or _is_compiled_prompt(text, system):
                 counts["compiled prompts"] += 1
             else:
                 add(key, Message(role="system", content=text, created_at=when))
@@ -266,7 +269,7 @@ def in_context_count(source: AfSource, history: History) -> tuple[int, Findings]
     known = {key for key, _ in source.messages}
     missing = [k for k in source.in_context if k not in known]
     if missing:
-        found.left_out.append(f"{_plural(len(missing), 'in-context message id')} naming no message of the file: "
+        found.left_out.append(f"{plural(len(missing), 'in-context message id')} naming no message of the file: "
                            f"{', '.join(missing[:5])}")
     hits = [i for i, key in enumerate(history.origins) if key in keys]
     if not hits:
@@ -277,7 +280,7 @@ def in_context_count(source: AfSource, history: History) -> tuple[int, Findings]
     outside = sum(1 for key in history.origins[first:] if key not in keys)
     if outside:
         found.notes.append(f"Letta's in-context messages are not the end of its history: the smallest suffix that "
-                           f"covers them is in context here, with {_plural(outside, 'message')} Letta had out of context")
+                           f"covers them is in context here, with {plural(outside, 'message')} Letta had out of context")
     return len(history.messages) - first, found
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from agentos.agent.agent import Agent
 from agentos.agent.prompts import PromptRenderer
+from agentos.agent.requests import overfull
 from agentos.agent.state import AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentOSError
 from agentos.messages import Message, utc_now
@@ -49,10 +50,11 @@ class AfImportReport:
     in_context: int = 0
     notes: list[str] = field(default_factory=list)
     not_imported: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what stops the agent working as it is (a window too small)
 
     def lines(self) -> list[str]:
         return report_lines(f'Imported agent "{self.name}" from {self.path.name} ({self.source})', self.blocks,
-                            self.messages, self.in_context, self.notes, self.not_imported, "imported")
+                            self.messages, self.in_context, self.notes, self.not_imported, "imported", self.warnings)
 
 
 @dataclass
@@ -82,15 +84,21 @@ def _system_prompt(source: AfSource) -> tuple[str | None, str]:
     system = source.raw.get("system")
     if isinstance(system, str) and system.strip() and system != PromptRenderer().static():
         return system, f"system prompt: Letta's own ({len(system):,} characters), kept word for word"
-    return None, "system prompt: agentos's own (the file gives none of its own)"
+    why = "the file's system field is empty" if isinstance(system, str) else "the file gives none of its own"
+    return None, f"system prompt: agentos's own ({why})"
 
 
-def _plan(af: AfFile, wanted: AfAgent, name: str | None, model: str | None) -> _Plan:
-    """Agent `wanted` of `af` mapped to agentos, with its report; nothing is written yet."""
+def _plan(af: AfFile, wanted: AfAgent, chosen: list[AfAgent], name: str | None, model: str | None,
+          window: int | None) -> _Plan:
+    """Agent `wanted` of `af` (one of the `chosen` to import) mapped to agentos, with its report; nothing is written
+    yet. `window` replaces the file's context window."""
     source = read_agent(af, wanted)
-    sharing = sharing_findings(source)
+    sharing = sharing_findings(source, {a.id for a in chosen})
     target, naming = _agent_name(source, name)
     spec, settings, model_found = agent_model(source, model)
+    if window is not None:
+        settings.context_window = window
+        model_found.notes.append(f"context window {window:,} tokens (given on import)")
     blocks, last_edit, block_found = agent_blocks(source)
     system, system_note = _system_prompt(source)
     if system is not None:
@@ -113,6 +121,16 @@ def _plan(af: AfFile, wanted: AfAgent, name: str | None, model: str | None) -> _
     report = AfImportReport(name=target, source=where, path=af.path, model=spec, blocks=len(blocks),
                             messages=len(history.messages), in_context=in_context, notes=notes, not_imported=left_out)
     return _Plan(state, history.messages, in_context, report)
+
+
+def _fit_warnings(agent: Agent) -> list[str]:
+    """A warning when the imported agent's next request cannot fit its context window, with the ways to fix it."""
+    over = overfull(agent.context_breakdown())
+    if over is None:
+        return []
+    return [f'"{agent.name}" does not fit: {over} ({agent.window_source}), so its first turn would fail. If the '
+            f"model takes more, import it with --window TOKENS or change it with `agentos window {agent.name} "
+            f"TOKENS`; else shorten its blocks (agentos memory {agent.name} set LABEL ...)."]
 
 
 # -- importing -----------------------------------------------------------------------------------
@@ -139,13 +157,15 @@ def _choose(af: AfFile, agent: str | None, all_agents: bool, name: str | None) -
 
 
 def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_agents: bool = False,
-              name: str | None = None, model: str | None = None) -> list[AfImportReport]:
+              name: str | None = None, model: str | None = None, window: int | None = None) -> list[AfImportReport]:
     """Import the agent(s) of Letta agent file `path`: the file's only agent, the one `agent` names (its name or
     file-local id) or, with `all_agents`, every one. `name` renames a single agent; `model` overrides the model the
-    file gives. Nothing is written when the file is bad, a name is taken or no model can be chosen; a failure
-    part-way deletes what this call created."""
+    file gives, `window` its context window. Nothing is written when the file is bad, a name is taken or no model can
+    be chosen; a failure part-way deletes what this call created. An agent too big for its window is imported, with
+    a warning that says how to fix it."""
     af = read_af(path)
-    plans = [_plan(af, wanted, name, model) for wanted in _choose(af, agent, all_agents, name)]
+    chosen = _choose(af, agent, all_agents, name)
+    plans = [_plan(af, wanted, chosen, name, model, window) for wanted in chosen]
     seen: set[str] = set()
     for plan in plans:
         target = plan.state.name
@@ -166,6 +186,7 @@ def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_a
                 if plan.messages:
                     opened.add_history(plan.messages, in_context=plan.in_context)
                 opened.add_restore_point(f"(imported from {Path(path).name})")
+                plan.report.warnings += _fit_warnings(opened)
             except BaseException:
                 with contextlib.suppress(Exception):
                     opened.close()  # gives the lease back; the agent is deleted below

@@ -1,8 +1,10 @@
 """The offline demo model: a tiny rule-based script that shows every memory tier at work without an API key.
 
 It keeps the user's name and preferences in the `human` core memory block, stores "remember that ..." in
-archival memory and finds it again, and searches recall memory for what the user said earlier. The rules
-(which phrases it understands, how it reads a search result) are in `agentos.providers.demo_rules`.
+archival memory and finds it again, searches recall memory for what the user said earlier, and answers fact
+consolidation's questions, so that where the user lives is kept as a fact, superseded when they move, and found
+again with fact_search. The rules (which phrases it understands, how it reads a search result) are in
+`agentos.providers.demo_rules`, its answers to consolidation in `agentos.providers.demo_facts`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentos.messages import Message, ToolCall
+from agentos.providers import demo_facts
 from agentos.providers import demo_rules as rules
 from agentos.providers.base import ModelRequest
 from agentos.providers.scripted import ScriptedProvider, Step
@@ -20,12 +23,16 @@ from agentos.providers.scripted import ScriptedProvider, Step
 SUMMARIZER_PROMPT = "You maintain the running summary"
 EMPTY_HUMAN = "Nothing is known about the user yet."
 # A guided tour: each message shows one memory tier; the front end runs "/summarize" itself.
+# Fact memory (on for the demo agent) consolidates each turn in the background: a fact is added, then superseded.
 DEMO_TOUR: list[str] = [
     "Hi! My name is Ada.",
+    "I live in Lisbon.",
     "I love green tea.",
     "Remember that my sister Mia's birthday is on 12 May.",
     "What do you remember about Mia?",
+    "I just moved to Porto.",
     "What did I say about tea?",
+    "Where do I live?",
     "What do you know about me?",
     "/summarize",
 ]
@@ -34,6 +41,8 @@ HELP = (
     "- 'my name is ...', 'I like ...', 'my favourite ... is ...': saved in core memory, always in view;\n"
     "- 'remember that ...': stored in archival memory; 'what do you remember about ...?' searches it;\n"
     "- 'what did I say about ...?': searches recall memory, our whole conversation;\n"
+    "- 'I live in ...', 'I moved to ...', 'I work at ...': kept in fact memory (consolidated in the background, the "
+    "old fact superseded); 'where do I live?' searches it;\n"
     "- 'what do you know about me?' reads core memory; /summarize compacts old messages into a summary."
 )
 
@@ -134,12 +143,34 @@ RULES: list[Rule] = [remember_rule, archival_question_rule, recall_question_rule
                      name_question_rule]
 
 
-def answer(text: str, human: str) -> Step:
+FACTS_OFF = "My fact memory is off, so I don't keep facts like that (turn it on with: agentos facts NAME on)."
+
+
+def fact_rule(text: str, facts_on: bool) -> Step | None:
+    """ "where do I live/work?" -> fact_search; "I live in / moved to / work at X" -> a note that fact memory keeps
+    it (consolidation, in the background, does: see `demo_facts`)."""
+    asked = rules.FACT_QUESTION.search(text)
+    if asked:
+        query = "the user lives in" if asked.group(1).lower() == "live" else "the user works at"
+        return Step(tool_calls=[("fact_search", {"query": query})]) if facts_on else Step(FACTS_OFF)
+    said = [fact for fact, category in rules.stated_facts(text) if category == "biographical"]
+    if not said:
+        return None
+    if not facts_on:
+        return Step(FACTS_OFF)
+    return Step(f"Noted: \u201c{said[-1]}\u201d goes to my fact memory, consolidated in the background after this "
+                f"turn (watch the memory pane). If it changes, the old fact is superseded, never lost.")
+
+
+def answer(text: str, human: str, facts_on: bool = False) -> Step:
     """The first rule that applies to the user's message, else the help reply."""
     for rule in RULES:
         step = rule(text, human)
         if step is not None:
             return step
+    step = fact_rule(text, facts_on)
+    if step is not None:
+        return step
     known = _known_name(human)
     return Step(f"{known}, {HELP}" if known else HELP)
 
@@ -186,12 +217,25 @@ def after_conversation_search(request: ModelRequest, args: dict[str, Any], resul
     return Step(f"Searching our conversation (recall memory), I found that you said: \u201c{said[0]}\u201d")
 
 
+def after_fact_search(request: ModelRequest, args: dict[str, Any], result: str) -> Step:
+    """The reply with the current fact that answers the question, or that there is none yet."""
+    about = str(args.get("query", "")).removeprefix("the user ").strip()
+    found = [(text, since) for text, since in rules.fact_hits(result) if about and about in text.lower()]
+    if not found:
+        return Step(f"My fact memory holds nothing about that yet (I searched it for \u201c{about}\u201d). Tell me, "
+                    f"and it is consolidated in the background.")
+    text, since = found[0]
+    return Step(f"From my fact memory: \u201c{text}\u201d (since {since}). What it said before is kept as history, "
+                f"superseded, never lost.")
+
+
 AFTER_TOOL: dict[str, AfterTool] = {
     "core_memory_append": after_core_edit,
     "core_memory_replace": after_core_edit,
     "archival_insert": after_archival_insert,
     "archival_search": after_archival_search,
     "conversation_search": after_conversation_search,
+    "fact_search": after_fact_search,
 }
 
 
@@ -227,10 +271,14 @@ def demo_reply(request: ModelRequest) -> Step:
     """Use a memory tier when the user's message asks for one; otherwise answer from core memory."""
     if request.system_static.startswith(SUMMARIZER_PROMPT):
         return demo_summary(request)
+    consolidating = demo_facts.answers(request)
+    if consolidating is not None:
+        return consolidating
     last = request.messages[-1]
     if last.role == "tool":
         return after_tool(request, last)
-    return answer(last.content, rules.human_block(request.system_dynamic))
+    facts_on = any(t.name == "fact_search" for t in request.tools)  # offered when the agent uses fact memory
+    return answer(last.content, rules.human_block(request.system_dynamic), facts_on)
 
 
 def demo_provider() -> ScriptedProvider:

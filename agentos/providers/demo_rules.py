@@ -19,9 +19,19 @@ ARCHIVAL_QUESTION = re.compile(r"\bwhat do you (?:remember|know) about\s+(.+)", 
 RECALL_QUESTION = re.compile(
     r"\b(?:what did i (?:say|tell you|write) about|did i (?:ever )?(?:mention|say anything about|talk about))\s+(.+)",
     re.IGNORECASE | re.DOTALL)
+# what fact memory keeps (the demo's consolidation answers, see `demo_facts`): where the user lives and works
+LIVES = re.compile(r"\bi (?:now |still |currently )?live in\s+(.+)", re.IGNORECASE)
+MOVED = re.compile(rf"\bi(?:{_APOSTROPHE}ve| have)? (?:just |recently |finally )?moved to\s+(.+)", re.IGNORECASE)
+WORKS = re.compile(r"\bi (?:now |still |currently )?work (?:at|for)\s+(.+)", re.IGNORECASE)
+NO_LONGER = re.compile(rf"\bi (?:no longer|don{_APOSTROPHE}?t|do not) (live in|work at|work for)\s+(.+)", re.IGNORECASE)
+FACT_QUESTION = re.compile(r"\bwhere do i (live|work)\b", re.IGNORECASE)
+_TIME_TAIL = re.compile(r"\s+(?:(?:last|this|next) \w+|\w+ ago|recently|now|today|yesterday|any ?more|again)$",
+                        re.IGNORECASE)
 # one result line of `format_page`: "- [when] user: text" (recall) or "- [when] id arch-1 [tags: a, b]: text" (archival)
 RESULT_LINE = re.compile(r"^- \[[^\]]*\] (?P<label>user|assistant|id \S+)(?: \[tags: [^\]]*\])?: (?P<text>.*)$",
                          re.MULTILINE)
+# one result line of `fact_search`: "- [fact-id] text (subject, category; since 2026-05-01...)"
+FACT_LINE = re.compile(r"^- \[[^\]]+\] (?P<text>.+?) \([^;\n]*; since (?P<since>\d{4}-\d{2}-\d{2})", re.MULTILINE)
 _MORE = re.compile(r" \[\.\.\. [\d,]+ more characters\]$")
 # capitalised words that follow "I'm" / "I am" without being a name ("I'm Fine", "I am Going")
 NOT_NAMES = frozenset(
@@ -64,6 +74,42 @@ def preference_line(text: str) -> str | None:
     return f"{'Prefers' if match.group(1).lower() == 'prefer' else 'Likes'}: {what}"
 
 
+def _place(text: str) -> str:
+    """Where, without the time said after it: "Porto last month, finally" -> "Porto"."""
+    place = re.split(r"\s+(?:and|but|so|because|since|where|with|while)\s+", first_clause(text), maxsplit=1)[0]
+    while _TIME_TAIL.search(place):
+        place = _TIME_TAIL.sub("", place)
+    return place
+
+
+def stated_facts(text: str) -> list[tuple[str, str]]:
+    """The facts a user's message states, as (sentence, category), in the words fact memory keeps them in."""
+    if text.rstrip().endswith("?"):
+        return []
+    found: list[tuple[str, str]] = []
+    name = said_name(text)
+    if name:
+        found.append((f"The user's name is {name}.", "biographical"))
+    ended = NO_LONGER.search(text)
+    if ended and _place(ended.group(2)):
+        verb = "lives in" if ended.group(1).lower() == "live in" else "works at"
+        found.append((f"The user no longer {verb} {_place(ended.group(2))}.", "biographical"))
+    else:
+        lives = LIVES.search(text) or MOVED.search(text)
+        if lives and _place(lives.group(1)):
+            found.append((f"The user lives in {_place(lives.group(1))}.", "biographical"))
+        works = WORKS.search(text)
+        if works and _place(works.group(1)):
+            found.append((f"The user works at {_place(works.group(1))}.", "biographical"))
+    line = preference_line(text)
+    if line:
+        key, _, what = line.partition(": ")
+        sentence = {"Likes": f"The user likes {what}.", "Prefers": f"The user prefers {what}."}.get(
+            key, f"The user's {key[:1].lower() + key[1:]} is {what}.")
+        found.append((sentence, "preference"))
+    return found
+
+
 def question_topic(pattern: re.Pattern[str], text: str) -> str | None:
     """What a question asks about ("what do you remember about Mia?" -> "Mia"), or None."""
     match = pattern.search(text)
@@ -91,6 +137,11 @@ def has_line(block: str, line: str) -> bool:
 def result_hits(result: str) -> list[tuple[str, str]]:
     """The (label, text) of each result line of a search tool's answer, best first."""
     return [(m.group("label"), _MORE.sub("", m.group("text")).strip()) for m in RESULT_LINE.finditer(result)]
+
+
+def fact_hits(result: str) -> list[tuple[str, str]]:
+    """The (text, since) of each fact in a fact_search answer, best first."""
+    return [(m.group("text"), m.group("since")) for m in FACT_LINE.finditer(result)]
 
 
 def same_text(a: str, b: str) -> bool:

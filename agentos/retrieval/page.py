@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from agentos.retrieval.search import shorten
+from agentos.text import plural
 
 T = TypeVar("T")
 
@@ -57,20 +58,29 @@ def given(**filters: Any) -> dict[str, Any]:
     return {name: value for name, value in filters.items() if value is not None and value != [] and value != ()}
 
 
-def format_page(page: Page[Hit], what: str, query: str) -> str:
-    """The text the model sees: a header with true totals, then one line per result."""
+def page_head(page: Page[Any], what: str, query: str) -> str:
+    """The head of a page of results, with true totals. Pages are numbered as they are asked for, from 0:
+    "(page 1 of pages 0-2)", or "(all on page 0)"."""
     note = f"\n{page.note}" if page.note else ""
     if page.total == 0:
         return f"No {what} found" + (f" for {query!r}." if query else ".") + note
     first = page.page * page.page_size
-    if not page.hits:
-        return f"Page {page.page} is past the end: {page.total} {what}, {page.pages} page(s) (pages start at 0)." + note
     more = "+" if page.capped else ""
-    head = (
-        f"Showing {what} {first + 1}-{first + len(page.hits)} of {page.total}{more} "
-        f"(page {page.page} of {page.pages}{more}; pages start at 0)."
-    )
-    lines = [head + note]
+    several = page.pages > 1 or page.capped
+    span = f"pages 0-{page.pages - 1}{more}"
+    if not page.hits:
+        found = plural(page.total, what.removesuffix("s"), what) + more
+        return f"Page {page.page} is past the end: {found}, {f'on {span}' if several else 'all on page 0'}." + note
+    where = f"page {page.page} of {span}" if several else "all on page 0"
+    return f"Showing {what} {first + 1}-{first + len(page.hits)} of {page.total}{more} ({where})." + note
+
+
+def format_page(page: Page[Hit], what: str, query: str) -> str:
+    """The text the model sees: the head (`page_head`), then one line per result."""
+    head = page_head(page, what, query)
+    if not page.hits:
+        return head
+    lines = [head]
     for hit in page.hits:
         when = hit.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
         label = hit.role or ("id " + hit.id)

@@ -45,12 +45,21 @@ class MissingMessages:
     """An agent's saved messages that are nowhere in the messages table (beyond those recorded as lost)."""
 
     name: str
-    missing: tuple[int, ...]  # their seq numbers
+    missing: tuple[int, ...]  # their seq numbers, those recorded as lost included
     count: int  # messages the agent ever saved
+    recorded: int = 0  # of the missing, how many an earlier repair recorded as lost
+
+    @property
+    def remaining(self) -> int:
+        """The messages recall memory still holds: the count `show` and the prompt report."""
+        return self.count - len(self.missing)
 
     def describe(self) -> str:
-        return (f'agent "{self.name}": {len(self.missing)} of its {self.count} saved messages are missing (seq '
-                f"{_ranges(list(self.missing))}); they are lost unless a backup of the database folder has them.")
+        new = len(self.missing) - self.recorded  # what loading the agent warns of
+        earlier = f", besides the {self.recorded} an earlier repair recorded as lost" if self.recorded else ""
+        return (f'agent "{self.name}": {new} of its {self.count} saved messages are missing{earlier} (seq '
+                f"{_ranges(list(self.missing))}); they are lost unless a backup of the database folder has them. "
+                f"Recall memory holds the other {self.remaining}.")
 
 
 @dataclass
@@ -61,7 +70,7 @@ class Checkup:
     missing: list[MissingMessages]
     repaired: bool = False
     backup: Path | None = None
-    notes: list[str] = field(default_factory=list)  # what a repair could not do
+    notes: list[str] = field(default_factory=list)  # what a repair recorded beside the tables, and what it could not do
 
     @property
     def healthy(self) -> bool:
@@ -237,8 +246,9 @@ def _missing(agent_ids: dict[str, str], states: dict[str, dict[str, Any]],
             continue
         count = int(state.get("message_count", 0))
         missing = tuple(s for s in range(count) if s not in seqs.get(agent_id, set()))
-        if len(missing) > int(state.get("lost_messages", 0)):
-            notes.append(MissingMessages(name, missing, count))
+        recorded = int(state.get("lost_messages", 0))
+        if len(missing) > recorded:
+            notes.append(MissingMessages(name, missing, count, recorded))
     return notes
 
 
@@ -298,6 +308,8 @@ def _record_losses(store: Store, checkup: Checkup) -> None:
             present = set(store.existing_message_ids(row.agent_id, state.get("in_context_ids", [])))
             state["in_context_ids"] = [i for i in state.get("in_context_ids", []) if i in present]
             store.agents.write_state(lease, row.rev, row.rev + 1, json.dumps(state), f"doctor-{row.rev + 1}")
+            checkup.notes.append(f'agent "{gone.name}": {len(gone.missing)} lost message(s) recorded; recall memory '
+                                 f"holds {gone.remaining} of its {gone.count} saved messages.")
         except AgentOSError as exc:
             checkup.notes.append(f'could not record the lost messages of agent "{gone.name}": {exc}')
         finally:

@@ -284,15 +284,17 @@ class Store:
         """Those of `ids` that are messages of the agent in the table."""
         return [m.id for m in self.get_messages(agent_id, ids)]
 
-    def count_messages(self, agent_id: str) -> int:
-        where = f"agent_id = {quote(agent_id)}"
+    def count_messages(self, agent_id: str, below: int | None = None) -> int:
+        """How many of the agent's messages (with `seq < below`, if given) can be read. The rows themselves are read,
+        not counted from an index: an index still counts the rows of a data file that is lost or cut short."""
+        where = f"agent_id = {quote(agent_id)}" + (f" AND seq < {int(below)}" if below is not None else "")
         try:
             with storage_errors("count messages"):
                 handle = self.db.table("messages")
                 handle.checkout_latest()
-                return int(handle.count_rows(where))
+                return int(handle.search().where(where).select(["seq"]).limit(None).to_arrow().num_rows)
         except StorageError as exc:
-            return len(self._salvage("messages", where, ["id"], exc))
+            return len(self._salvage("messages", where, ["seq"], exc))
 
     def memory_edits(self, agent_id: str, where: str | None = None) -> list[MemoryEdit]:
         """The agent's memory edit log, oldest first (only saved edits are ever logged)."""

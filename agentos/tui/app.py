@@ -7,56 +7,45 @@ import inspect
 import sys
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Collapsible, Footer, Input
 
 from agentos.agent.agent import Agent
 from agentos.commands.console import Outcome
-from agentos.commands.slash import help_text, run_command, runs_long
+from agentos.commands.slash import run_command, runs_long
 from agentos.events import Event
 from agentos.presenter import is_fact_news, present
 from agentos.tui.conversation import Conversation
 from agentos.tui.dialogs import Creator, Opener, create_agent, open_agent
 from agentos.tui.diff import changed_chars
 from agentos.tui.facts import FactsSection
+from agentos.tui.keys import HELP, KEYS, ConversationKeys
 from agentos.tui.memory import BlockView, MemoryPanel
 from agentos.tui.messages import AgentEvent, FactsRead, NewsArrived
 from agentos.tui.news import NewsThread
+from agentos.tui.opening import SENT_WHEN_OPEN, Loader, Opening
 from agentos.tui.palette import palette_entries
 from agentos.tui.screens import TextScreen
 from agentos.tui.status import StatusBar, StatusInfo, take_status
-from agentos.tui.turns import TurnRunner
 from agentos.tui.view import ConversationView
-
-if TYPE_CHECKING:
-    from agentos.agent.agent import Agent
-
-KEYS = """Keys:
-  Enter       send the message (or run the /command)
-  Escape      cancel the reply in progress (also during a retry's wait)
-  Ctrl-P      command palette: switch agent, search memory, export, rewind, edit a block…
-  F1          this help
-  F2          switch agent, or create one
-  F3          show or hide the memory pane
-  Tab         move into the memory pane: on a block, h shows its history and e edits it
-  Ctrl-C      quit (the agent is saved after every step)"""
-HELP = help_text(KEYS)
 
 QUIT_WAIT_SECONDS = 10.0
 TOUR_HINT = ("Guided tour: press Enter to send each suggested message and watch the memory pane, or type your own "
              "at any time. ({left} steps)")
 
 
-class AgentApp(TurnRunner):
+class AgentApp(Opening, ConversationKeys):
     """Chat with an agent; each turn runs in a thread worker that posts its events here, and a news thread posts
-    what happens between turns; the presenter shows both."""
+    what happens between turns; the presenter shows both. Given a loader instead of an agent, the app paints first
+    and loads the agent behind the frame."""
 
     TITLE = "agentos"
+    AUTO_FOCUS = "#prompt"  # keys that arrive while the app starts go to the input, not to the first block
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     CSS = """
     #main { height: 1fr; }
@@ -78,7 +67,8 @@ class AgentApp(TurnRunner):
     .tool Contents { padding: 0 0 0 3; }
     .tool.error CollapsibleTitle { color: $error; }
     .marker { border: none; padding: 0; margin: 0 0 1 0; background: transparent; }
-    .marker CollapsibleTitle { color: $secondary; text-style: italic; padding: 0; }
+    .marker CollapsibleTitle { color: $secondary; text-style: italic; padding: 0; width: 1fr; }
+    .-chosen > CollapsibleTitle { background: $accent 40%; color: $text; }
     .memory-edit { color: $success; }
     .info { color: $secondary; }
     .help { color: $text-muted; }
@@ -94,12 +84,13 @@ class AgentApp(TurnRunner):
         Binding("f1", "help", "Help"),
         Binding("f2", "pick_agent", "Agents"),
         Binding("f3", "toggle_memory", "Memory"),
+        Binding("f4", "browse", "Expand"),
     ]
 
-    def __init__(self, agent: Agent, *, opener: Opener = open_agent, creator: Creator = create_agent,
+    def __init__(self, agent: Agent | Loader, *, opener: Opener = open_agent, creator: Creator = create_agent,
                  tour: Sequence[str] = ()) -> None:
         super().__init__()
-        self.agent = agent
+        self.take(agent)
         self.opener, self.creator = opener, creator
         self.tour = list(tour)
         self.busy = False
@@ -125,20 +116,22 @@ class AgentApp(TurnRunner):
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             yield Conversation(id="conversation")
-            yield MemoryPanel(self.agent.blocks, id="memory")
+            yield MemoryPanel([] if self.load else self.agent.blocks, id="memory")
         yield StatusBar(id="status")
-        yield Input(placeholder="Message, or /help · F1 help · Ctrl-P commands", id="prompt")
+        yield Input(placeholder="Message, or /help · F1 help · Ctrl-P commands", id="prompt",
+                    select_on_focus=False)  # back from a dialog or the conversation, typing adds to the draft
         yield Footer()
 
     PROMPT_BLINKS = True  # tests and screenshots turn the cursor's blinking off
 
     def on_mount(self) -> None:
         self.query_one("#prompt", Input).cursor_blink = self.PROMPT_BLINKS
-        self.show_agent()
+        self.open_or_show()
         self.focus_input()
 
-    def show_agent(self) -> None:
-        """Show the current agent: its name, its in-context history, its blocks and its numbers."""
+    def show_agent(self, info: StatusInfo | None = None) -> None:
+        """Show the current agent: its name, its in-context history, its blocks and its numbers (`info`, when they
+        were read already)."""
         agent = self.agent
         self.sub_title = agent.name
         self.conversation.add(f'Chatting with "{agent.name}" ({agent.model}). F1 for help, Ctrl-P for commands.',
@@ -147,8 +140,8 @@ class AgentApp(TurnRunner):
         self.conversation.show_history(agent.name, agent.context, state.hidden_count, state.summary)
         if self.tour:
             self.conversation.add(TOUR_HINT.format(left=len(self.tour)), classes="info")
-            self.query_one("#prompt", Input).value = self.tour[0]
-        self.refresh_status()
+            self.offer_tour()  # unless something was typed already
+        self.refresh_status(info)
         self.follow_news()
         self.facts.check(agent, refresh=True)
 
@@ -176,9 +169,10 @@ class AgentApp(TurnRunner):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def focus_input(self, *_: Any) -> None:
+        """Focus the input now (not once the keys already typed are handled: they are for the input)."""
         prompt = self.query_one("#prompt", Input)
         if not prompt.disabled:
-            prompt.focus()
+            prompt.screen.set_focus(prompt)
 
     def refresh_status(self, info: StatusInfo | None = None, activity: str | None = None) -> None:
         try:
@@ -194,16 +188,25 @@ class AgentApp(TurnRunner):
             return
         text = event.value.strip()
         event.input.clear()
-        if not text:
-            return
-        if text.startswith("/"):
+        if text:
+            self.send(text)
+
+    def send(self, text: str) -> None:
+        """Send a message, or run a slash command; a message that cannot go now stays in the input."""
+        prompt = self.query_one("#prompt", Input)
+        if self.opening:  # sent once the agent is shown
+            prompt.value = text
+            if not self.send_when_open:
+                self.send_when_open = True
+                self.conversation.add(SENT_WHEN_OPEN, classes="info")
+        elif text.startswith("/"):
             self.advance_tour(text)
             self.command(text)
         elif self.busy:  # kept in the input, to send once the reply is done
-            event.input.value = text
+            prompt.value = text
             self.conversation.add("(a reply is in progress; Escape cancels it)", classes="info")
         elif self.in_use:  # a cancelled model call has not returned yet: keep what was typed
-            event.input.value = text
+            prompt.value = text
             self.notify("The cancelled model call has not returned yet; send again in a moment.", severity="warning")
         else:
             self.advance_tour(text)
@@ -298,12 +301,16 @@ class AgentApp(TurnRunner):
         prompt.placeholder = "This session has ended; the agent cannot be saved from here. Ctrl-C leaves."
         prompt.disabled = True
 
-    def on_collapsible_expanded(self) -> None:
-        """A tool call or the summary marker opened (or closed, below): typing goes on in the input."""
-        self.call_after_refresh(self.focus_input)
+    def on_collapsible_expanded(self, message: Collapsible.Toggled) -> None:
+        """A tool call or the summary marker opened (or closed, below): typing goes on in the input, or, while F4 has
+        the focus on the lines, on the line opened."""
+        if self.conversation.browsing:
+            self.conversation.choose(message.collapsible)
+        else:
+            self.call_after_refresh(self.focus_input)
 
-    def on_collapsible_collapsed(self) -> None:
-        self.call_after_refresh(self.focus_input)
+    def on_collapsible_collapsed(self, message: Collapsible.Toggled) -> None:
+        self.on_collapsible_expanded(message)
 
     # -- the memory pane ---------------------------------------------------------------------
 
@@ -321,7 +328,14 @@ class AgentApp(TurnRunner):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield from palette_entries(self, self.facts.shown)
+        if not self.opening:
+            yield from palette_entries(self, self.facts.shown)
+
+    def action_pick_agent(self) -> None:
+        if self.opening:
+            self.notify("The agent is still opening.", severity="warning")
+            return
+        super().action_pick_agent()
 
     def action_help(self) -> None:
         self.push_screen(TextScreen("help", HELP), self.focus_input)
@@ -354,16 +368,23 @@ class AgentApp(TurnRunner):
             self.closed = True
             if self.news is not None:
                 self.news.stop()
+            agent: Agent | None = getattr(self, "agent", None)  # None: it never opened
+            if agent is None:
+                return
             try:
-                self.agent.close()
+                agent.close()
             except Exception as exc:  # noqa: BLE001 - run_tui prints it once the screen is the terminal's again
-                self.close_error = f"could not save {self.agent.name!r}: {exc}"
+                self.close_error = f"could not save {agent.name!r}: {exc}"
 
 
-def run_tui(agent: Agent, tour: Sequence[str] = ()) -> int:
-    """Run the app until the user leaves; return the exit code (1 when the agent could not be saved)."""
+def run_tui(agent: Agent | Loader, tour: Sequence[str] = ()) -> int:
+    """Run the app until the user leaves; return the exit code (1 when the agent could not be saved). Given a loader
+    (`lambda: Agent.load(name)`), the frame paints and takes typing while it loads; an error opening it is raised
+    here, once the screen is the terminal's again."""
     app = AgentApp(agent, tour=tour)
     code = app.run()
+    if app.open_error is not None:
+        raise app.open_error
     if app._idle.is_set():
         app.close_agent()
     if app.close_error:

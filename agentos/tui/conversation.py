@@ -1,4 +1,5 @@
-"""The conversation pane: user lines, Markdown replies, expandable tool calls, notices and the summary marker."""
+"""The conversation pane: user lines, Markdown replies, expandable tool calls, notices and the summary marker; F4
+moves onto the expandable lines, to open and close them from the keyboard."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.markup import escape
@@ -83,7 +85,7 @@ class ToolCallView(Collapsible):
     def __init__(self, call_id: str, name: str, arguments: str) -> None:
         self.detail = Static("", markup=False, classes="tool-detail")
         super().__init__(self.detail, title="", collapsed=True, classes="tool")
-        self._title.can_focus = False  # Tab goes from the input to the memory pane; a click still toggles
+        self._title.can_focus = False  # Tab goes from the input to the memory pane; F4 or a click opens it
         self.call_id, self.tool_name, self.arguments = call_id, name, arguments
         self.result: str | None = None
         self.is_error = False
@@ -117,11 +119,84 @@ def speaker_label(speaker: str) -> Static:
     return Static(f"{speaker}>", markup=False, classes="speaker")
 
 
+class SummaryMarker(Collapsible):
+    """Where older messages were summarized: a line (wrapped, never cut) that expands to the summary."""
+
+    def __init__(self, hidden: int, summary: str) -> None:
+        super().__init__(Static(summary or "(no summary)", markup=False, classes="summary"),
+                         title=escape(f"⋯ {hidden:,} older messages were summarized (they stay in recall memory) — "
+                                      f"expand for the summary"), collapsed=True, classes="marker")
+        self._title.can_focus = False
+
+
 class Conversation(VerticalScroll, can_focus=False):
-    """The scrolling transcript; stays anchored to the bottom while replies stream (the mouse scrolls it)."""
+    """The scrolling transcript; stays anchored to the bottom while replies stream. PageUp and the rest scroll it
+    (the app's keys); F4 focuses it to choose among its expandable lines (tool calls, the summary marker)."""
+
+    BINDINGS = [
+        Binding("up", "choose(-1)", "Previous", key_display="↑"),
+        Binding("down", "choose(1)", "Next", key_display="↓"),
+        Binding("enter,space", "open_close", "Open/close"),
+        Binding("home", "choose_end(0)", "First", show=False),
+        Binding("end", "choose_end(-1)", "Last", show=False),
+        Binding("escape", "app.back_to_input", "Back"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.browsing = False  # focus is on the expandable lines (only then can the conversation take focus)
+        self.chosen: Collapsible | None = None
 
     def on_mount(self) -> None:
         self.anchor()
+
+    def allow_focus(self) -> bool:
+        return self.browsing
+
+    def expandables(self) -> list[Collapsible]:
+        """The lines that open: tool calls and the summary marker, top to bottom."""
+        return [child for child in self.children if isinstance(child, Collapsible)]
+
+    def browse(self) -> bool:
+        """Focus the newest expandable line (False when there is none: focus stays where it is)."""
+        lines = self.expandables()
+        if not lines:
+            return False
+        self.browsing = True
+        self.choose(self.chosen if self.chosen in lines else lines[-1])
+        self.screen.set_focus(self, scroll_visible=False)  # now, not after the keys already typed
+        return True
+
+    def choose(self, line: Collapsible | None) -> None:
+        """Mark `line` as the chosen one and scroll it into view."""
+        if self.chosen is not None:
+            self.chosen.remove_class("-chosen")
+        self.chosen = line
+        if line is not None:
+            line.add_class("-chosen")
+            self.scroll_to_widget(line, animate=False)
+
+    def action_choose(self, step: int) -> None:
+        lines = self.expandables()
+        if lines:
+            at = lines.index(self.chosen) if self.chosen in lines else len(lines) - 1
+            self.choose(lines[max(0, min(len(lines) - 1, at + step))])
+
+    def action_choose_end(self, index: int) -> None:
+        lines = self.expandables()
+        if lines:
+            self.choose(lines[index])
+
+    def action_open_close(self) -> None:
+        if self.chosen is not None and self.chosen.parent is self:
+            self.chosen.collapsed = not self.chosen.collapsed
+            self.call_after_refresh(self.scroll_to_widget, self.chosen, animate=False)
+
+    def on_blur(self) -> None:
+        """Focus went elsewhere on this screen (not to a dialog over it): no line is chosen any more."""
+        if self.screen.is_current:
+            self.browsing = False
+            self.choose(None)
 
     def add(self, text: str, classes: str = "", message_id: str | None = None) -> Line:
         """Append one entry and return it."""
@@ -166,12 +241,7 @@ class Conversation(VerticalScroll, can_focus=False):
                                 f"(Ctrl-P, Search recall memory finds any of them)", classes="info"))
             context = context[-HISTORY_SHOWN:]
         if hidden:
-            marker = Collapsible(Static(summary or "(no summary)", markup=False, classes="summary"),
-                                 title=escape(f"⋯ {hidden:,} older messages were summarized (they stay in recall "
-                                              f"memory) — expand for the summary"),
-                                 collapsed=True, classes="marker")
-            marker._title.can_focus = False
-            widgets.append(marker)
+            widgets.append(SummaryMarker(hidden, summary))
         calls: dict[str, ToolCallView] = {}
         for message in context:
             widgets.extend(self._history_entry(speaker, message, calls))

@@ -16,6 +16,7 @@ from agentos.memory.archival import ArchivalTier
 from agentos.memory.recall import RecallTier
 from agentos.portable.archive import SUFFIX, export_agent
 from agentos.retrieval.recall_paths import MATCHING_PATHS
+from agentos.text import plural
 from agentos.tui.facts import FactsSection, current_facts, fact_tier
 from agentos.tui.screens import (
     AskScreen,
@@ -82,8 +83,21 @@ class AgentDialogs(App[int]):
 
     # -- core memory blocks ------------------------------------------------------------------
 
+    def focus_back(self) -> Callable[..., None]:
+        """A dialog's callback that puts the focus back where it was when the dialog opened (a block of the memory
+        pane, so that its keys work on), or in the input if that is gone."""
+        was = self.focused
+
+        def back(*_: Any) -> None:
+            if was is not None and was.is_attached and was.focusable:
+                was.screen.set_focus(was)
+            else:
+                self.focus_input()
+
+        return back
+
     def action_block_history(self, label: str) -> None:
-        self.push_screen(BlockHistoryScreen(label, self.agent.memory_edits()), self.focus_input)
+        self.push_screen(BlockHistoryScreen(label, self.agent.memory_edits()), self.focus_back())
 
     def action_edit_block(self, label: str) -> None:
         if self.in_use:
@@ -103,7 +117,7 @@ class AgentDialogs(App[int]):
             self.refresh_status()
             return None
 
-        self.push_screen(EditBlockScreen(label, block.value, block.limit, save), self.focus_input)
+        self.push_screen(EditBlockScreen(label, block.value, block.limit, save), self.focus_back())
 
     # -- agents ------------------------------------------------------------------------------
 
@@ -111,7 +125,7 @@ class AgentDialogs(App[int]):
         options = [("+new", "+ New agent…")]
         for s in list_agents(store=self.agent.store):
             mark = "● " if s.name == self.agent.name else "  "
-            options.append((s.name, f"{mark}{s.name}  ·  {s.model}  ·  {s.message_count:,} messages  ·  "
+            options.append((s.name, f"{mark}{s.name}  ·  {s.model}  ·  {plural(s.recall_count, 'message')}  ·  "
                                     f"last active {s.last_active_at.astimezone():%Y-%m-%d %H:%M}"))
 
         def chosen(name: str | None) -> None:

@@ -69,3 +69,19 @@ class FactsRead(Message):
                  error: Exception | None = None) -> None:
         super().__init__()
         self.agent, self.then, self.result, self.error = agent, then, result, error
+
+
+class AgentOpened(Message):
+    """The agent the app was started with is loaded (on a worker), with its numbers read there too."""
+
+    def __init__(self, agent: Agent, info: StatusInfo | None) -> None:
+        super().__init__()
+        self.agent, self.info = agent, info
+
+
+class OpenFailed(Message):
+    """The agent the app was started with could not be loaded."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error

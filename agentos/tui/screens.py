@@ -26,6 +26,7 @@ class Dialog(ModalScreen[Any]):
     """A modal dialog that Escape closes with no answer."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
+    AUTO_FOCUS = "*"  # the first widget that takes focus (the app's own is its input): a list or text scrolls by key
     DEFAULT_CSS = """
     Dialog { align: center middle; }
     Dialog > .dialog { width: 90%; max-width: 100; height: auto; max-height: 90%; border: round $accent;

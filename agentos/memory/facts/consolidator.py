@@ -4,7 +4,9 @@ A batch is read from after the last consolidated message; the model extracts can
 candidate that is confident enough and not an exact duplicate is compared with the most similar current
 facts, and the model decides ADD, UPDATE, DELETE or NONE. The batch's changes and the mark of how far
 consolidation got are logged in one commit, so a crash repeats a batch whole or not at all: no message is
-consolidated twice. A bad answer skips its batch with a notice; a provider failure leaves it for later.
+consolidated twice. A bad answer skips its batch with a notice; a provider failure leaves it for later. A skipped
+batch is logged with its messages, the reason and the model that skipped it, and read again when asked
+(`retry_skipped`) or, by itself, once another model is asked.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Protocol
 
 from agentos.errors import AgentOSError, ContextOverflowError, LeaseLostError, ProviderError, ReadOnlyAgentError
 from agentos.events import Event, FactsChanged, FactsNotice
-from agentos.memory.facts.extraction import BatchSkipped, CandidateFact, FactModel, message_line
-from agentos.memory.facts.reports import BatchReport, ConsolidationReport
+from agentos.memory.facts.extraction import BatchSkipped, CandidateFact, FactModel, fact_of, message_line, sources_of
+from agentos.memory.facts.reports import BatchReport, ConsolidationReport, change_line
 from agentos.memory.facts.rows import Fact, FactChange, fact_hash
 from agentos.memory.facts.settings import FactSettings
 from agentos.messages import Message, new_id
@@ -35,6 +37,8 @@ class FactStore(Protocol):
     """What consolidation reads and writes of the fact tier."""
 
     def watermark(self) -> int: ...
+    def skipped(self) -> list[FactChange]: ...
+    def messages_by_id(self, message_ids: Sequence[str]) -> list[tuple[int, Message]]: ...
     def similar(self, texts: Sequence[str], k: int) -> list[list[Fact]]: ...
     def current_hashes(self, hashes: Sequence[str]) -> set[str]: ...
     def commit(self, changes: Sequence[FactChange], *, tolerate_conflicts: bool = False) -> list[FactChange]: ...
@@ -93,16 +97,34 @@ class Consolidator:
         """How many committed messages wait to be consolidated."""
         return max(0, committed - 1 - self.facts.watermark())
 
+    def retryable(self, everything: bool = False) -> list[FactChange]:
+        """The skipped batches a run reads again: all of them with `everything`, else those that another model than
+        the one asked now skipped (the same model would most likely skip them again)."""
+        skipped = self.facts.skipped()
+        return skipped if everything or not skipped else [s for s in skipped if s.model != self.model.spec]
+
     def run(self, committed: int, progress: Callable[[int, int], None] | None = None,
-            stop: Callable[[], bool] = lambda: False) -> ConsolidationReport:
-        """Consolidate every message below seq `committed` not yet consolidated, batch by batch, here and now.
+            stop: Callable[[], bool] = lambda: False, retry_skipped: bool = False) -> ConsolidationReport:
+        """Consolidate every message below seq `committed` not yet consolidated, batch by batch, here and now, after
+        reading again the skipped batches that are `retryable` (all of them with `retry_skipped`).
 
         A provider failure raises (what was done is kept); a batch without a usable answer is skipped."""
         report = ConsolidationReport()
         self._read_ahead = []  # read afresh each run: a rewind since may have given other messages these seqs
-        total, first = self.pending(committed), self.facts.watermark() + 1
-        if total:
+        pending, first = self.pending(committed), self.facts.watermark() + 1
+        if pending or self.facts.skipped():
             self._model = self._model_factory()  # the model as it is set now (`agent.roles.use("facts", ...)`)
+        retries = self.retryable(retry_skipped)
+        total, retried = pending + sum(len(s.message_ids) for s in retries), 0
+        for skip in retries:  # first: what they find is older than what the messages after them say
+            done = None if stop() else self.retry(skip, stop)
+            if done is None:
+                return report
+            report.batches.append(done)
+            retried += len(skip.message_ids)
+            self._compact(stop)
+            if progress is not None:
+                progress(retried, total)
         limit = self.settings.batch_messages
         while not stop():
             start = self.facts.watermark() + 1
@@ -119,12 +141,24 @@ class Consolidator:
             if done is None:
                 break
             report.batches.append(done)
-            with self._write_lock:
-                if not stop():
-                    self.facts.compact_if_due()
+            self._compact(stop)
             if progress is not None:
-                progress(through + 1 - first, total)
+                progress(retried + through + 1 - first, total)
         return report
+
+    def retry(self, skip: FactChange, stop: Callable[[], bool] = lambda: False) -> BatchReport | None:
+        """Read a skipped batch again (those of its messages still stored); skipped again, it is logged again, with
+        the model asked now. None when `stop()` cut it short."""
+        batch = [(seq, m) for seq, m in self.facts.messages_by_id(skip.message_ids) if worth_reading(m)]
+        try:
+            return self.run_batch(batch, None, stop, retrying=skip)
+        except ContextOverflowError as exc:
+            return self.run_batch(batch, None, stop, skip=f"too long for the model ({exc})", retrying=skip)
+
+    def _compact(self, stop: Callable[[], bool]) -> None:
+        with self._write_lock:
+            if not stop():
+                self.facts.compact_if_due()
 
     def _next_batch(self, start: int, committed: int, wanted: int) -> tuple[list[tuple[int, Message]], int]:
         """The next batch from seq `start`: up to `wanted` messages worth reading, and the seq it ends at.
@@ -148,12 +182,14 @@ class Consolidator:
             end = ahead[-1][0] + 1
         return chosen, committed - 1
 
-    def run_batch(self, batch: Sequence[tuple[int, Message]], through_seq: int,
-                  stop: Callable[[], bool] = lambda: False, skip: str | None = None) -> BatchReport | None:
-        """Consolidate one batch of messages and log, in one commit, its changes and how far it got; None when
-        `stop()` said, once the answers were in, that nothing more may be written (the batch is redone later)."""
+    def run_batch(self, batch: Sequence[tuple[int, Message]], through_seq: int | None,
+                  stop: Callable[[], bool] = lambda: False, skip: str | None = None,
+                  retrying: FactChange | None = None) -> BatchReport | None:
+        """Consolidate one batch of messages and log, in one commit, its changes and how far it got (or, `retrying`
+        a skipped batch, that it was read again); None when `stop()` said, once the answers were in, that nothing
+        more may be written (the batch is redone later)."""
         started = time.perf_counter()
-        report = BatchReport(through_seq=through_seq, messages=len(batch))
+        report = BatchReport(through_seq=through_seq, messages=len(batch), retried=retrying.id if retrying else None)
         group = new_id("grp")
         messages = [m for _, m in batch]
         ids = tuple(m.id for m in messages)
@@ -166,19 +202,24 @@ class Consolidator:
                 changes = self._changes(messages, group, report)
         except BatchSkipped as exc:
             report.skipped = str(exc)
-        progress = FactChange(kind="skip" if report.skipped else "batch", by="consolidator", group_id=group,
-                              message_ids=ids, through_seq=through_seq, reason=report.skipped or "")
+        progress = [FactChange(kind="retry", by="consolidator", group_id=group, target_change=retrying.id,
+                               message_ids=ids, reason=f"read again with {self.model.spec}")] if retrying else []
+        if report.skipped or not retrying:
+            progress.append(FactChange(kind="skip" if report.skipped else "batch", by="consolidator", group_id=group,
+                                       message_ids=ids, through_seq=through_seq, reason=report.skipped or "",
+                                       model=self.model.spec if report.skipped else ""))
         with self._write_lock:
             if stop():
                 return None
-            made = self.facts.commit([*changes, progress], tolerate_conflicts=True)
-        report.changes = [c for c in made if c.kind not in ("batch", "skip")]
+            made = self.facts.commit([*changes, *progress], tolerate_conflicts=True)
+        report.changes = [c for c in made if c.kind not in ("batch", "skip", "retry")]
         report.seconds = time.perf_counter() - started
         if report.changes:
-            lines = [_change_line(c, self._ended.get(c.old_fact_id or "")) for c in report.changes]
+            lines = [change_line(c, self._ended.get(c.old_fact_id or "")) for c in report.changes]
             self._emit(FactsChanged(changes=lines, count=len(report.changes)))
         if report.skipped:
-            self._emit(FactsNotice(text=f"fact consolidation skipped {len(batch)} message(s): {report.skipped}",
+            self._emit(FactsNotice(text=f"fact consolidation skipped {len(batch)} message(s): {report.skipped} "
+                                        f"(kept: another facts model reads them again, or consolidate --retry-skipped)",
                                    level="warning"))
         return report
 
@@ -211,14 +252,14 @@ class Consolidator:
             by_alias = {a.upper(): f for a, f in aliases[i]}
             old = by_alias.get((decision.fact or "").strip().upper()) if decision else None
             reason = decision.reason if decision else "nothing similar was stored"
-            sources = _sources(candidate, messages)
+            sources = sources_of(candidate, messages)
             if action == "NONE":
                 continue
             if action in ("UPDATE", "DELETE") and (old is None or old.id in ended):
                 if action == "DELETE":
                     continue  # another candidate of this batch already ended it
                 action, old = "ADD", None  # the fact it replaces was replaced by another candidate: keep both new
-            new = None if action == "DELETE" else _fact(candidate, sources)
+            new = None if action == "DELETE" else fact_of(candidate, sources)
             kind = {"ADD": "add", "UPDATE": "update", "DELETE": "delete"}[action]
             changes.append(FactChange(kind=kind, by="consolidator", group_id=group, fact=new,  # type: ignore[arg-type]
                                       old_fact_id=old.id if old else None, reason=reason,
@@ -352,26 +393,3 @@ class Consolidator:
     @property
     def running(self) -> bool:
         return self._busy
-
-
-def _sources(candidate: CandidateFact, messages: list[Message]) -> list[Message]:
-    """The messages a candidate names as its sources; all of the batch's when it names none that exist."""
-    named = [messages[n - 1] for n in dict.fromkeys(candidate.sources) if 1 <= n <= len(messages)]
-    return named or messages
-
-
-def _fact(candidate: CandidateFact, sources: list[Message]) -> Fact:
-    return Fact(text=candidate.text, subject=candidate.subject, category=candidate.category,
-                confidence=candidate.confidence, valid_from=min(m.created_at for m in sources),
-                source_ids=tuple(m.id for m in sources))
-
-
-def _change_line(change: FactChange, old_text: str | None) -> str:
-    """A change in one line, for people watching (the TUI, the REPL): "+ new", "~ new (was: old)", "- old"."""
-    text = change.fact.text if change.fact else ""
-    if change.kind == "update":
-        return f"~ {text}" + (f" (was: {old_text})" if old_text else "")
-    if change.kind == "delete":
-        return f"- {old_text or change.old_fact_id} (no longer true)"
-    return f"+ {text}" if change.kind == "add" else f"{change.kind} {text}"
-

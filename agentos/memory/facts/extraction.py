@@ -214,6 +214,11 @@ class FactModel:
         self.prompts = prompts
         self.max_repairs = max_repairs
 
+    @property
+    def spec(self) -> str:
+        """The model as a skipped batch records it: a different one reads the batch again by itself."""
+        return f"{self.provider.name}/{self.provider.model}"
+
     def _ask(self, system: str, question: str, tool: Tool, check: Any) -> Asked:
         messages = [Message(role="user", content=question)]
         usage = Usage()
@@ -281,3 +286,16 @@ def message_line(number: int, message: Message) -> str:
     who = message.name or ("the user" if message.role == "user" else "the agent")
     content = message.content if len(message.content) <= LINE_LIMIT else message.content[:LINE_LIMIT] + " [...]"
     return f"[{number}] {message.created_at:%Y-%m-%d %H:%M} {who} ({message.role}): {content}"
+
+
+def sources_of(candidate: CandidateFact, messages: list[Message]) -> list[Message]:
+    """The messages a candidate names as its sources; all of the batch's when it names none that exist."""
+    named = [messages[n - 1] for n in dict.fromkeys(candidate.sources) if 1 <= n <= len(messages)]
+    return named or messages
+
+
+def fact_of(candidate: CandidateFact, sources: list[Message]) -> Fact:
+    """The fact a candidate becomes, valid from its first source."""
+    return Fact(text=candidate.text, subject=candidate.subject, category=candidate.category,
+                confidence=candidate.confidence, valid_from=min(m.created_at for m in sources),
+                source_ids=tuple(m.id for m in sources))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -18,10 +19,13 @@ from agentos.messages import new_id, utc_now
 from agentos.times import iso_moment
 
 Status = Literal["current", "superseded", "invalidated", "retracted", "undone"]
-ChangeKind = Literal["add", "update", "delete", "correct", "retract", "prune", "undo", "batch", "skip", "rewind"]
-# Kinds that change facts (the others mark how far consolidation got, or why it skipped messages).
+ChangeKind = Literal["add", "update", "delete", "correct", "retract", "prune", "undo", "batch", "skip", "rewind",
+                     "retry"]
+# Kinds that change facts (the others mark how far consolidation got, why it skipped messages, or that a skipped
+# batch was read again: a "retry" names the skip it settles in `target_change`).
 FACT_CHANGES = ("add", "update", "delete", "correct", "retract", "prune", "undo")
 PROGRESS_KINDS = ("batch", "skip", "rewind")
+_MODEL_NOTE = re.compile(r" \[model: ([^\]]+)\]$")  # how a skip's reason carries the model that skipped
 
 def facts_table_name(agent_id: str) -> str:
     return f"facts_{agent_id}"
@@ -121,27 +125,33 @@ class FactChange:
     valid_at: datetime | None = None  # when what it says became true (a DELETE ends the fact then); None: `at`
     at: datetime = field(default_factory=utc_now)
     id: str = field(default_factory=lambda: new_id("chg"))
+    model: str = ""  # a skip: the model spec that gave no usable answer ("": not recorded, as in older logs)
 
     @property
     def fact_id(self) -> str | None:
         return self.fact.id if self.fact else None
 
     def row(self) -> dict[str, Any]:
+        reason = f"{self.reason} [model: {self.model}]" if self.kind == "skip" and self.model else self.reason
         return {
             "id": self.id, "group_id": self.group_id, "at": self.at, "kind": self.kind, "by": self.by,
             "fact_id": self.fact_id, "old_fact_id": self.old_fact_id, "target_change": self.target_change,
-            "fact_json": self.fact.to_json() if self.fact else None, "reason": self.reason,
+            "fact_json": self.fact.to_json() if self.fact else None, "reason": reason,
             "message_ids": list(self.message_ids), "through_seq": self.through_seq, "valid_at": self.valid_at,
         }
 
     @classmethod
     def of_row(cls, row: dict[str, Any]) -> FactChange:
+        reason, model = row.get("reason") or "", ""
+        noted = _MODEL_NOTE.search(reason) if row["kind"] == "skip" else None
+        if noted:
+            reason, model = reason[: noted.start()], noted.group(1)
         return cls(
             kind=row["kind"], by=row["by"], group_id=row["group_id"],
             fact=Fact.from_json(row["fact_json"]) if row.get("fact_json") else None,
-            old_fact_id=row.get("old_fact_id"), target_change=row.get("target_change"), reason=row.get("reason") or "",
+            old_fact_id=row.get("old_fact_id"), target_change=row.get("target_change"), reason=reason,
             message_ids=tuple(row.get("message_ids") or ()), through_seq=row.get("through_seq"),
-            valid_at=row.get("valid_at"), at=row["at"], id=row["id"],
+            valid_at=row.get("valid_at"), at=row["at"], id=row["id"], model=model,
         )
 
 

@@ -17,10 +17,11 @@ from agentos.errors import FactError
 from agentos.memory.facts.rows import PROGRESS_KINDS, Fact, FactChange, fact_changes_table_name, facts_table_name
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import TierContext
-from agentos.messages import utc_now
+from agentos.messages import Message, utc_now
 from agentos.retrieval.search import timestamp_literal
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
+from agentos.storage.records import row_message
 from agentos.storage.schemas import FACT_CHANGES_SCHEMA, facts_schema
 
 COLUMNS = ["id", "text", "subject", "category", "confidence", "valid_from", "valid_to", "recorded_at", "status",
@@ -47,6 +48,7 @@ class FactTables:
         self._table: Any = None
         self._changes: Any = None
         self._watermark: int | None = None  # cached: this tier is the only writer of its tables, under the lease
+        self._skipped: list[FactChange] | None = None  # cached likewise: the skipped batches not read again
         self._current: int | None = None
         self._exists: bool | None = None  # whether the facts table exists (cached for a writer)
         self._retrieved: dict[str, datetime] = {}  # retrievals not yet written (ranking hints: flushed in batches)
@@ -234,11 +236,30 @@ class FactTables:
             return bool(table.count_rows(where))
 
     def watermark(self) -> int:
-        """The seq of the last message consolidated (-1: none yet)."""
+        """The seq of the last message consolidated (-1: none yet); a skipped batch read again moves it not."""
         if self._watermark is None or not self.ctx.writable:
-            progress = self.changes(kinds=PROGRESS_KINDS)
+            progress = [c for c in self.changes(kinds=PROGRESS_KINDS) if c.through_seq is not None]
             self._watermark = progress[-1].through_seq if progress and progress[-1].through_seq is not None else -1
         return self._watermark
+
+    def skipped(self) -> list[FactChange]:
+        """The skipped batches not read again since, oldest first: each a `skip` that no `retry` names."""
+        if self._skipped is None or not self.ctx.writable:
+            log = self.changes(kinds=("skip", "retry"))
+            settled = {c.target_change for c in log if c.kind == "retry"}
+            self._skipped = [c for c in log if c.kind == "skip" and c.id not in settled]
+        return list(self._skipped)
+
+    def messages_by_id(self, message_ids: Sequence[str]) -> list[tuple[int, Message]]:
+        """Those of the messages still stored, as (seq, message), in order (a skipped batch read again)."""
+        found: list[tuple[int, Message]] = []
+        for start in range(0, len(message_ids), 500):
+            ids = ", ".join(quote(i) for i in message_ids[start : start + 500])
+            where = f"agent_id = {quote(self.ctx.agent_id)} AND id IN ({ids})"
+            with storage_errors("read messages"):
+                rows = self.ctx.db.table("messages").search().where(where).limit(None).to_arrow().to_pylist()
+            found += [(int(r["seq"]), row_message(r)) for r in rows]
+        return sorted(found, key=lambda pair: pair[0])
 
     def note_retrieved(self, ids: Iterable[str]) -> None:
         now = utc_now()

@@ -89,11 +89,15 @@ class FactTier(FactWrites, FactSearch, Tier):
         if self._consolidator is not None:
             self._consolidator.stop()
 
-    def consolidate(self, progress: Callable[[int, int], None] | None = None) -> ConsolidationReport:
-        """Consolidate every saved message not yet consolidated, now (the background thread stops first)."""
+    def consolidate(self, progress: Callable[[int, int], None] | None = None,
+                    retry_skipped: bool = False) -> ConsolidationReport:
+        """Consolidate every saved message not yet consolidated, now (the background thread stops first), after
+        reading again the batches skipped by another model than the one asked now (every skipped batch, with
+        `retry_skipped`)."""
         self.ctx.check_writable("consolidate facts")
         self.close()
-        return self.consolidator.run(self.ctx.committed() if self.ctx.committed else 0, progress)
+        return self.consolidator.run(self.ctx.committed() if self.ctx.committed else 0, progress,
+                                     retry_skipped=retry_skipped)
 
     # -- the tier interface --------------------------------------------------------------------
 

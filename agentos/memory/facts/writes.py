@@ -98,6 +98,8 @@ class FactWrites(FactTables):
         progress = [c for c in changes if c.kind in PROGRESS_KINDS and c.through_seq is not None]
         if progress:
             self._watermark = progress[-1].through_seq
+        if any(c.kind in ("skip", "retry") for c in changes):
+            self._skipped = None
         if data is not None:
             self._unapplied = changes[0].group_id
             self._apply(data)
@@ -223,6 +225,8 @@ class FactWrites(FactTables):
     def undo(self, change_id: str, by: str = "user") -> FactChange:
         """Reverse one change: what it made is marked undone, what it ended holds again."""
         target = self.change(change_id)
+        if target.kind not in FACT_CHANGES:
+            raise FactError(_not_undoable(target))
         if self.undone(change_id):
             raise FactError(f"change {change_id} was already undone.")
         change = FactChange(kind="undo", by=by, group_id=new_id("grp"), target_change=change_id,
@@ -246,3 +250,14 @@ class FactWrites(FactTables):
         group = new_id("grp")
         return self.commit([FactChange(kind="prune", by="user", group_id=group, old_fact_id=f.id, reason=reason)
                             for f in facts])
+
+
+def _not_undoable(change: FactChange) -> str:
+    """Why a change that changed no fact cannot be undone, and what can be done instead."""
+    if change.kind == "skip":
+        model = f" with {change.model}" if change.model else ""
+        return (f"change {change.id} is a skipped batch ({len(change.message_ids)} message(s) that consolidation{model} "
+                f"could not read: {change.reason}), not a change to facts, so there is nothing to undo. Read it "
+                f"again with: agentos facts AGENT consolidate --retry-skipped (with another model: add --model SPEC)")
+    return (f"change {change.id} ({change.kind}) records how far consolidation got and changed no fact, so there is "
+            f"nothing to undo. Review the changes with: agentos facts AGENT changes")
