@@ -15,6 +15,7 @@ from agentos.events import TextDelta, ToolCallFinished
 from agentos.providers import ScriptedProvider
 from agentos.providers.openai_provider import OpenAIProvider
 from agentos.providers.retry import RetryPolicy
+from agentos.providers.scripted import Step
 
 pytestmark = pytest.mark.usefixtures("allow_real_providers")
 
@@ -313,3 +314,42 @@ def test_a_tool_result_in_the_templates_tags_is_answered_never_shown() -> None:
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Noted: no peanuts."
     watch = CallWatch(True)
     assert watch.feed("<tool_resp") == "" and watch.feed("onse> x") == ""  # held back while it streams in
+
+
+def test_a_call_repeated_in_one_turn_is_not_run_twice_and_the_model_is_told_to_reply() -> None:
+    """Qwen2.5-Coder-1.5B with the compact prompts appended the same line after every success until max_steps (20
+    steps, each re-reading the grown block; recorded 2026-12-05). The second identical call is not run."""
+    same = ("core_memory_append", {"label": "human", "content": "Name: Ana Souza"})
+    provider = ScriptedProvider([Step(tool_calls=[same]), Step(tool_calls=[same]), "Saved, Ana."])
+    agent = Agent.create("loop", provider=provider)
+    events = list(agent.turn("My name is Ana Souza. Please remember it."))
+    assert agent.block("human").value.count("Name: Ana Souza") == 1
+    first, second = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert not first.is_error and second.is_error
+    assert "already made in this turn, and it worked" in second.result and "reply to the user now" in second.result
+    assert events[-1].type == "turn_finished" and events[-1].reply.content == "Saved, Ana."  # type: ignore[union-attr]
+    # the same call in another turn runs again: the guard is per turn
+    agent2 = Agent.create("loop2", provider=ScriptedProvider([Step(tool_calls=[same]), "ok",
+                                                               Step(tool_calls=[same]), "ok"]))
+    list(agent2.turn("remember"))
+    list(agent2.turn("remember again"))
+    assert agent2.block("human").value.count("Name: Ana Souza") == 2
+
+
+@pytest.mark.parametrize("after", [
+    " Now, let me know if you have any other questions!",
+    " This updates the label \"human\" with the given information.",
+])
+def test_a_fenced_call_that_opens_the_reply_runs_and_a_line_of_chatter_after_it_is_dropped(after: str) -> None:
+    """Recorded from Qwen2.5-Coder-1.5B with the compact prompts (2026-12-05): the call, then a line for the user."""
+    recorded = ('```json { "name": "core_memory_append", "arguments": { "label": "human", "content": "I work night '
+                'shifts at a hospital." } } ```' + after)
+    found = parse_text_calls(recorded, {"core_memory_append": ["label", "content"]})
+    assert found is not None and [c.name for c in found.calls] == ["core_memory_append"] and found.lead_in == ""
+    provider = ScriptedProvider([recorded, "Noted."])
+    agent = Agent.create("shifts", provider=provider, settings=AgentSettings(text_tool_calls=True))
+    events = list(agent.turn("I work night shifts at a hospital."))
+    assert agent.block("human").value.endswith("I work night shifts at a hospital.")
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Noted."
+    long_after = recorded.replace(after, " " + "and more words " * 10)  # a paragraph after it: an answer
+    assert parse_text_calls(long_after, {"core_memory_append": ["label", "content"]}) is None

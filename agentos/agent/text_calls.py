@@ -1,19 +1,21 @@
 """Tool calls written as text: what small local models send when their server's chat template does not turn
 their intent into native tool calls.
 
-A reply counts as tool calls only when it is essentially nothing else: one or more calls, each a fenced
-block or a `<tool_call>…</tool_call>` tag, or the rest of the reply as bare JSON objects (or lists of
-them), with at most a short lead-in before them (`LEAD_IN_CHARS`) and nothing but whitespace between and
-after them (markers such as `[TOOL_CALLS]` and `<|python_tag|>` are ignored). A reply ends at a role marker
-that begins a line (`User:`, `Human:`…) or at `<|im_end|>`/`<|im_start|>`: what follows is a next turn the
-model invented. A call is an object with `name` (or `function: {name, arguments}`) and `arguments` or
-`parameters`, also in doubled braces (`{{"name": …}}`, as Qwen2.5's chat template shows the format); list
-arguments are taken as the tool's parameters in order, when those are known. It is taken when it names an
-offered tool, and also, as a near miss that earns a hint, when it names a memory block, or carries
-arguments under a name close to an offered tool's, or when it is a tool result the model wrote itself (named
-`tool_response`, or in `<tool_response>` tags, as its chat template writes results), so that the model is told to
-reply instead. A JSON example
-inside a longer answer stays text, and so does JSON data whose names are no tool's.
+A reply counts as tool calls only when it is essentially nothing else: one or more calls, each a fenced block or a
+`<tool_call>…</tool_call>` tag, or the rest of the reply as bare JSON objects (or lists of them), with at most a
+short lead-in before them (`LEAD_IN_CHARS`) and nothing but whitespace between them. Fenced or tagged calls that
+open the reply may be followed by a line of chatter (`TRAILING_CHARS`, dropped); prose both before and after a call
+is an answer showing an example. Markers such as `[TOOL_CALLS]` and `<|python_tag|>` are ignored. A reply ends at
+a role marker that begins a line (`User:`, `Human:`…) or at `<|im_end|>`/`<|im_start|>`: what follows is a next
+turn the model invented.
+
+A call is an object with `name` (or `function: {name, arguments}`) and `arguments` or `parameters`, also in doubled
+braces (`{{"name": …}}`, as Qwen2.5's chat template shows the format); list arguments are taken as the tool's
+parameters in order, when those are known. It is taken when it names an offered tool, and also, as a near miss
+that earns a hint, when it names a memory block, or carries arguments under a name close to an offered tool's, or
+when it is a tool result the model wrote itself (named `tool_response`, or in `<tool_response>` tags, as its chat
+template writes results), so that the model is told to reply instead. A JSON example inside a longer answer stays
+text, and so does JSON data whose names are no tool's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from agentos.messages import ToolCall, new_id
 from agentos.tools.registry import RESULT_NAMES
 
 LEAD_IN_CHARS = 80  # "Sure, I'll remember that:" before the call; more prose than this and it is an answer
+# A fenced or tagged call may be followed by a line of chatter ("Let me know if you have any other questions!"),
+# which small models add; it is dropped (the model replies after the result). More than this and it is an answer.
+TRAILING_CHARS = 120
 SCHEMA_LEFTOVERS = frozenset({"required", "type", "properties", "additionalProperties", "$schema", "title"})
 PREFIXES = ("[TOOL_CALLS]", "<|python_tag|>")  # markers some chat templates put before a call
 _SEGMENT = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(?P<fenced>.*?)```|<tool_call>(?P<tagged>.*?)(?:</tool_call>|$)",
@@ -176,8 +181,10 @@ def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> T
     if segments:
         lead_in = stripped[: segments[0].start()].strip()
         between = [stripped[a.end(): b.start()] for a, b in zip(segments, segments[1:])]
-        if len(lead_in) > LEAD_IN_CHARS or any(part.strip() for part in [*between, stripped[segments[-1].end():]]):
-            return None
+        trailing = stripped[segments[-1].end():].strip()
+        if len(lead_in) > LEAD_IN_CHARS or len(trailing) > TRAILING_CHARS or (lead_in and trailing) or \
+                any(part.strip() for part in between):
+            return None  # prose before and after a call is an answer that shows an example
         calls: list[ToolCall] = []
         for segment in segments:
             body = segment.group("fenced") if segment.group("fenced") is not None else segment.group("tagged")

@@ -7,6 +7,7 @@ state, and the only place a tool's memory edit is made.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
@@ -41,7 +42,7 @@ from agentos.providers.base import (
     StreamUsage,
 )
 from agentos.tools.context import ToolContext
-from agentos.tools.registry import ToolRegistry
+from agentos.tools.registry import ToolOutcome, ToolRegistry
 
 T = TypeVar("T")
 
@@ -78,6 +79,14 @@ def failure(exc: BaseException, steps: int) -> TurnFailed:
     kind = type(exc).__name__
     text = str(exc) if isinstance(exc, AgentOSError) else f"{kind}: {exc}"
     return TurnFailed(error=text, kind=kind, steps=steps)
+
+
+def _call_key(call: ToolCall) -> tuple[str, str]:
+    """A call's name and arguments in one spelling (keys sorted), so the same call written twice compares equal."""
+    try:
+        return call.name, json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
+    except ValueError:
+        return call.name, call.arguments
 
 
 def _by(edit: MemoryEdit, by: Editor) -> MemoryEdit:
@@ -134,6 +143,17 @@ class Turn:
         request = self.requests.build(self.state, blocks=blocks)
         return self.pager.fixed_over_share(request, self.state.calibration)
 
+    def _run(self, call: ToolCall, done: dict[tuple[str, str], ToolOutcome]) -> ToolOutcome:
+        """Run a call, unless this turn already made the same memory edit: a small model that repeats a call it saw
+        succeed (core_memory_append, again and again, to the end of max_steps) is told so, and the edit is not
+        made twice. Other calls run again: what they return may have changed."""
+        before = done.get(_call_key(call))
+        if before is not None:
+            return ToolOutcome(f"Error: this exact call was already made in this turn, and it worked: "
+                               f"{before.text[:200]}. Do not repeat it: reply to the user now, in plain words.",
+                               is_error=True)
+        return self.tools.execute(call, ToolContext(memory=TurnMemory(self, call.id), call_id=call.id))
+
     def run(self, text: str) -> Generator[Event, None, None]:
         """Run the turn and yield its events.
 
@@ -160,6 +180,7 @@ class Turn:
         owner.append(user)
         settings = owner.settings
         total = Usage()
+        done: dict[tuple[str, str], ToolOutcome] = {}  # the calls that edited memory this turn, by name and arguments
         steps = 0
         request: ModelRequest | None = first  # built once per step; again only after the pager changed the context
         try:
@@ -238,9 +259,12 @@ class Turn:
                     yield ReplyIncomplete(reason=stop, detail=INCOMPLETE[stop])
                 for call in calls:
                     yield ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments)
-                    outcome = self.tools.execute(call, ToolContext(memory=TurnMemory(self, call.id), call_id=call.id))
+                    outcome = self._run(call, done)
                     owner.append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
-                    for edit in owner.take_edit_reports():
+                    edits = owner.take_edit_reports()
+                    if edits:
+                        done[_call_key(call)] = outcome  # the same edit again in this turn is not made
+                    for edit in edits:
                         yield MemoryEdited(
                             label=edit.label, old_value=edit.old_value, new_value=edit.new_value, tool_call_id=call.id
                         )
