@@ -353,3 +353,12 @@ def test_a_fenced_call_that_opens_the_reply_runs_and_a_line_of_chatter_after_it_
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Noted."
     long_after = recorded.replace(after, " " + "and more words " * 10)  # a paragraph after it: an answer
     assert parse_text_calls(long_after, {"core_memory_append": ["label", "content"]}) is None
+
+
+def test_a_call_in_the_tools_tag_of_qwens_template_runs() -> None:
+    """Recorded from Qwen2.5-Coder-1.5B, compact prompts (2026-12-05), asked the capital of Canada."""
+    recorded = '<tools> {"name": "conversation_search", "arguments": {"query": "What\'s the capital of Canada?"}} </tools>'
+    found = parse_text_calls(recorded, {"conversation_search": ["query"]})
+    assert found is not None and [c.name for c in found.calls] == ["conversation_search"]
+    watch = CallWatch(True)
+    assert watch.feed("<too") == "" and watch.feed("ls> {") == ""  # held back while it streams in

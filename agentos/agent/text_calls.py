@@ -2,12 +2,12 @@
 their intent into native tool calls.
 
 A reply counts as tool calls only when it is essentially nothing else: one or more calls, each a fenced block or a
-`<tool_call>…</tool_call>` tag, or the rest of the reply as bare JSON objects (or lists of them), with at most a
-short lead-in before them (`LEAD_IN_CHARS`) and nothing but whitespace between them. Fenced or tagged calls that
-open the reply may be followed by a line of chatter (`TRAILING_CHARS`, dropped); prose both before and after a call
-is an answer showing an example. Markers such as `[TOOL_CALLS]` and `<|python_tag|>` are ignored. A reply ends at
-a role marker that begins a line (`User:`, `Human:`…) or at `<|im_end|>`/`<|im_start|>`: what follows is a next
-turn the model invented.
+`<tool_call>…</tool_call>` tag (or `<tools>`, the tag Qwen's template lists tools in), or the rest of the reply as
+bare JSON objects (or lists of them), with at most a short lead-in before them (`LEAD_IN_CHARS`) and nothing but
+whitespace between them. Fenced or tagged calls that open the reply may be followed by a line of chatter
+(`TRAILING_CHARS`, dropped); prose both before and after a call is an answer showing an example. Markers such as
+`[TOOL_CALLS]` and `<|python_tag|>` are ignored. A reply ends at a role marker that begins a line (`User:`,
+`Human:`…) or at `<|im_end|>`/`<|im_start|>`: what follows is a next turn the model invented.
 
 A call is an object with `name` (or `function: {name, arguments}`) and `arguments` or `parameters`, also in doubled
 braces (`{{"name": …}}`, as Qwen2.5's chat template shows the format); list arguments are taken as the tool's
@@ -36,9 +36,10 @@ LEAD_IN_CHARS = 80  # "Sure, I'll remember that:" before the call; more prose th
 TRAILING_CHARS = 120
 SCHEMA_LEFTOVERS = frozenset({"required", "type", "properties", "additionalProperties", "$schema", "title"})
 PREFIXES = ("[TOOL_CALLS]", "<|python_tag|>")  # markers some chat templates put before a call
-_SEGMENT = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(?P<fenced>.*?)```|<tool_call>(?P<tagged>.*?)(?:</tool_call>|$)",
-                      re.DOTALL)
-OPENERS = ("```", "<tool_call>", "<tool_response>", "{", "[", "<|python_tag|>")  # how a reply that is a call can begin
+_SEGMENT = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(?P<fenced>.*?)```"
+                      r"|<(?P<tag>tool_call|tools)>(?P<tagged>.*?)(?:</(?P=tag)>|$)", re.DOTALL)
+TAGS = ("<tool_call>", "<tools>", "<tool_response>", "<|python_tag|>")  # tags a call (or a result) is written in
+OPENERS = ("```", *TAGS, "{", "[")  # how a reply that is a call can begin
 CLOSE_NAME = 0.6  # an unknown tool name this close to an offered one is a near miss (difflib ratio)
 
 _NEXT_TURN = re.compile(r"^[ \t]*(?:Human|User|Assistant|System)[ \t]*:|<\|im_end\|>|<\|im_start\|>", re.MULTILINE)
@@ -205,9 +206,7 @@ def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> T
 
 def _possible(held: str) -> bool:
     """Whether text that begins with an opener can still turn out to be a call (so it stays held back)."""
-    if held.startswith(("<tool_call>", "<tool_response>", "<|python_tag|>")) or "<tool_call>".startswith(held) or \
-            "<tool_response>".startswith(held) or "<|python_tag|>".startswith(held) or \
-            "[TOOL_CALLS]".startswith(held[:12]):
+    if held.startswith(TAGS) or any(tag.startswith(held) for tag in TAGS) or "[TOOL_CALLS]".startswith(held[:12]):
         return True
     if held.startswith("```"):
         newline = held.find("\n")
