@@ -362,3 +362,15 @@ def test_a_call_in_the_tools_tag_of_qwens_template_runs() -> None:
     assert found is not None and [c.name for c in found.calls] == ["conversation_search"]
     watch = CallWatch(True)
     assert watch.feed("<too") == "" and watch.feed("ls> {") == ""  # held back while it streams in
+
+
+def test_a_bare_call_that_opens_the_reply_runs_though_a_stray_fence_follows() -> None:
+    """Recorded from Qwen2.5-Coder-1.5B, compact prompts (2026-12-05): the call in doubled braces, then a stray fence."""
+    recorded = ('{{"name": "core_memory_append", "arguments": {"label": "human", "content": "My sister Mia moved to '
+                'Lisbon last month."}}} ```')
+    tools = {"core_memory_append": ["label", "content"]}
+    found = parse_text_calls(recorded, tools, ["human"])
+    assert found is not None and json.loads(found.calls[0].arguments)["label"] == "human"
+    assert parse_text_calls(recorded.replace(" ```", " Let me know if there is more."), tools, ["human"]) is not None
+    assert parse_text_calls('{"name": "Ada", "age": 3} is how it looks', tools, ["human"]) is None  # data, not a call
+    assert parse_text_calls(recorded.replace(" ```", " and " * 40), tools, ["human"]) is None  # a paragraph after

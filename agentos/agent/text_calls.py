@@ -4,10 +4,11 @@ their intent into native tool calls.
 A reply counts as tool calls only when it is essentially nothing else: one or more calls, each a fenced block or a
 `<tool_call>…</tool_call>` tag (or `<tools>`, the tag Qwen's template lists tools in), or the rest of the reply as
 bare JSON objects (or lists of them), with at most a short lead-in before them (`LEAD_IN_CHARS`) and nothing but
-whitespace between them. Fenced or tagged calls that open the reply may be followed by a line of chatter
-(`TRAILING_CHARS`, dropped); prose both before and after a call is an answer showing an example. Markers such as
-`[TOOL_CALLS]` and `<|python_tag|>` are ignored. A reply ends at a role marker that begins a line (`User:`,
-`Human:`…) or at `<|im_end|>`/`<|im_start|>`: what follows is a next turn the model invented.
+whitespace between them. Calls that open the reply may be followed by a line of chatter in the same paragraph
+(`TRAILING_CHARS`, dropped); a paragraph after a call, or prose both before and after it, is an answer showing an
+example. Markers such as `[TOOL_CALLS]` and `<|python_tag|>` are ignored. A reply ends at a role marker that
+begins a line (`User:`, `Human:`…) or at `<|im_end|>`/`<|im_start|>`: what follows is a next turn the model
+invented.
 
 A call is an object with `name` (or `function: {name, arguments}`) and `arguments` or `parameters`, also in doubled
 braces (`{{"name": …}}`, as Qwen2.5's chat template shows the format); list arguments are taken as the tool's
@@ -182,8 +183,8 @@ def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> T
     if segments:
         lead_in = stripped[: segments[0].start()].strip()
         between = [stripped[a.end(): b.start()] for a, b in zip(segments, segments[1:])]
-        trailing = stripped[segments[-1].end():].strip()
-        if len(lead_in) > LEAD_IN_CHARS or len(trailing) > TRAILING_CHARS or (lead_in and trailing) or \
+        trailing = stripped[segments[-1].end():]
+        if len(lead_in) > LEAD_IN_CHARS or not _chatter(trailing) or (lead_in and trailing.strip()) or \
                 any(part.strip() for part in between):
             return None  # prose before and after a call is an answer that shows an example
         calls: list[ToolCall] = []
@@ -201,6 +202,29 @@ def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> T
             found = _calls_in(values, offered, labels) if values else None
             if found:
                 return TextCalls(found, stripped[:i].strip())
+    return _opening_bare_calls(stripped, offered, labels)
+
+
+def _chatter(after: str) -> bool:
+    """Whether what follows a call is at most a line of chatter on the call's own paragraph: short, and not after a
+    blank line (a paragraph after a call explains an example)."""
+    text = after.strip()
+    return not text or (len(text) <= TRAILING_CHARS and "\n\n" not in after[: len(after) - len(after.lstrip())])
+
+
+def _opening_bare_calls(text: str, tools: dict[str, tuple[str, ...] | None],
+                        labels: Collection[str]) -> TextCalls | None:
+    """Bare calls that open the reply, followed by a line of chatter (or a stray fence), which is dropped."""
+    if not text.startswith(("{", "[")):
+        return None
+    ends = [i for i in range(len(text) - 1, max(-1, len(text) - TRAILING_CHARS - 2), -1) if text[i] in "}]"]
+    for end in ends:
+        if not _chatter(text[end + 1:]):
+            continue
+        values = _values(text[: end + 1])
+        found = _calls_in(values, tools, labels) if values else None
+        if found:
+            return TextCalls(found, "")
     return None
 
 
