@@ -374,3 +374,11 @@ def test_a_bare_call_that_opens_the_reply_runs_though_a_stray_fence_follows() ->
     assert parse_text_calls(recorded.replace(" ```", " Let me know if there is more."), tools, ["human"]) is not None
     assert parse_text_calls('{"name": "Ada", "age": 3} is how it looks', tools, ["human"]) is None  # data, not a call
     assert parse_text_calls(recorded.replace(" ```", " and " * 40), tools, ["human"]) is None  # a paragraph after
+
+
+def test_a_fenced_call_whose_fence_is_never_closed_runs() -> None:
+    """Recorded from Qwen2.5-Coder-1.5B, compact prompts (2026-12-05): the reply ended before the closing fence."""
+    recorded = ('```json { "name": "core_memory_append", "arguments": { "label": "human", "content": "Mia moved to '
+                'Lisbon last month." } }')
+    found = parse_text_calls(recorded, {"core_memory_append": ["label", "content"]})
+    assert found is not None and [c.name for c in found.calls] == ["core_memory_append"]

@@ -175,6 +175,8 @@ def parse_text_calls(text: str, tools: Tools, labels: Collection[str] = ()) -> T
     offered = _tool_map(tools)
     if not stripped or not offered:
         return None
+    if stripped.startswith("```") and stripped.count("```") == 1:
+        stripped += "```"  # a reply that opened a fence and ended before closing it
     if stripped.startswith("<tool_response>"):  # a result the model wrote itself, in its template's tags
         body = stripped.removeprefix("<tool_response>").split("</tool_response>")[0].strip()
         return TextCalls([ToolCall(id=new_id("call"), name="tool_response",

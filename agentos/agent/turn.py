@@ -85,7 +85,7 @@ def _call_key(call: ToolCall) -> tuple[str, str]:
     """A call's name and arguments in one spelling (keys sorted), so the same call written twice compares equal."""
     try:
         return call.name, json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read: compared as written
         return call.name, call.arguments
 
 
