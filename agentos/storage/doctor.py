@@ -21,77 +21,17 @@ import pyarrow as pa
 
 from agentos.errors import AgentBusyError, AgentOSError, StorageError
 from agentos.messages import utc_now
+from agentos.storage.checkup import Checkup, Finding, MissingMessages
 from agentos.storage.lease import Lease
+from agentos.storage.migrations import ROW_ID
+from agentos.storage.rebuild import rebuild_state, relist
 from agentos.storage.rewrites import SWAP_SUFFIX, replace_table
-from agentos.storage.salvage import TableScan, scan
+from agentos.storage.salvage import TableScan, earlier_rows, scan
+from agentos.storage.schemas import AGENTS, STATE, state_table_name
 from agentos.storage.store import Store
 
 STATE_PREFIX = "state_"
-
-
-@dataclass
-class Finding:
-    """One damaged table: what is wrong, what can be (or was) recovered, and what is lost."""
-
-    table: str
-    damage: list[str]
-    recovered: list[str] = field(default_factory=list)
-    lost: list[str] = field(default_factory=list)
-    rows: pa.Table | None = None  # what the table holds once rebuilt; None when it cannot be rebuilt
-
-
-@dataclass(frozen=True)
-class MissingMessages:
-    """An agent's saved messages that are nowhere in the messages table (beyond those recorded as lost)."""
-
-    name: str
-    missing: tuple[int, ...]  # their seq numbers, those recorded as lost included
-    count: int  # messages the agent ever saved
-    recorded: int = 0  # of the missing, how many an earlier repair recorded as lost
-
-    @property
-    def remaining(self) -> int:
-        """The messages recall memory still holds: the count `show` and the prompt report."""
-        return self.count - len(self.missing)
-
-    def describe(self) -> str:
-        new = len(self.missing) - self.recorded  # what loading the agent warns of
-        earlier = f", besides the {self.recorded} an earlier repair recorded as lost" if self.recorded else ""
-        return (f'agent "{self.name}": {new} of its {self.count} saved messages are missing{earlier} (seq '
-                f"{_ranges(list(self.missing))}); they are lost unless a backup of the database folder has them. "
-                f"Recall memory holds the other {self.remaining}.")
-
-
-@dataclass
-class Checkup:
-    """What `doctor` found and did."""
-
-    findings: list[Finding]
-    missing: list[MissingMessages]
-    repaired: bool = False
-    backup: Path | None = None
-    notes: list[str] = field(default_factory=list)  # what a repair recorded beside the tables, and what it could not do
-
-    @property
-    def healthy(self) -> bool:
-        return not self.findings and not self.missing
-
-    def lines(self) -> list[str]:
-        if self.healthy:
-            return ["No damage found."]
-        out = []
-        for f in self.findings:
-            out.append(f"table {f.table!r}: " + "; ".join(f.damage))
-            out.extend(f"  {'recovered' if self.repaired else 'can recover'}: {r}" for r in f.recovered)
-            out.extend(f"  lost: {item}" for item in f.lost)
-        out.extend(m.describe() for m in self.missing)
-        out.extend(self.notes)
-        if self.repaired:
-            out.append(f"Repaired. The damaged tables as they were are kept in {self.backup}.")
-        elif any(f.rows is not None for f in self.findings):
-            out.append("Run again with --repair to rebuild the damaged tables from what can be read "
-                       "(a copy of each goes to doctor-backups/ first).")
-        return out
+POINTS_PREFIX = "restore_points_"
 
 
 def _kind(name: str) -> int:
@@ -107,11 +47,13 @@ def _orphans(scan_: TableScan) -> list[dict[str, Any]]:
     return scan_.orphans.to_pylist() if scan_.orphans is not None else []
 
 
-def _newest(scan_: TableScan, what: str, recovered: list[str], lost: list[str]) -> list[dict[str, Any]]:
-    """A one-row table (the directory, an agent's state): the row of the highest revision any data file has;
-    the readable row when rival rows share that revision (writers that raced: which one committed is unknown)."""
+def _newest(scan_: TableScan, what: str, recovered: list[str], lost: list[str],
+            earlier: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+    """A one-row table (the directory, an agent's state): the row of the highest revision any data file has (or,
+    when its newest version's data is lost, `earlier`: the row an older version holds); the readable row when rival
+    rows share that revision (writers that raced: which one committed is unknown)."""
     rows = _rows(scan_)
-    candidates = rows + _orphans(scan_)  # orphans oldest first: of equal rows, the last written wins
+    candidates = [*earlier, *rows, *_orphans(scan_)]  # orphans oldest first: of equal rows, the last written wins
     top = max((int(r["rev"]) for r in candidates), default=None)
     if top is None:
         return []
@@ -122,7 +64,10 @@ def _newest(scan_: TableScan, what: str, recovered: list[str], lost: list[str]) 
         lost.append(f"{what} at revision {best['rev']}: {len(rivals)} different rows claim it, so the readable "
                     f"revision {rows[0]['rev']} is kept")
         best = rows[0]
-    if not rows or int(best["rev"]) > int(rows[0]["rev"]):
+    if any(best is r for r in earlier):
+        recovered.append(f"{what} at revision {best['rev']}, from an older version of the table (the newest "
+                         f"version's data is lost)")
+    elif not rows or int(best["rev"]) > int(rows[0]["rev"]):
         recovered.append(f"{what} at revision {best['rev']} (the table's newest version showed "
                          f"{rows[0]['rev'] if rows else 'none'})")
     if "lease_token" in best:
@@ -158,14 +103,11 @@ def _committed_messages(states: dict[str, dict[str, Any]],
     return committed
 
 
-def _ranges(numbers: list[int]) -> str:
-    spans: list[list[int]] = []
-    for n in sorted(numbers):
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+def _earlier(db: Any, scan_: TableScan) -> list[dict[str, Any]]:
+    """For a one-row table whose newest version lost its row: the row an older version holds (local tables)."""
+    if scan_.version is None or (_rows(scan_) and not scan_.bad) or "://" in db.uri:
+        return []
+    return earlier_rows(scan_.path, scan_.version, db.storage_options)[0]
 
 
 def examine(store: Store, agent: str | None = None) -> Checkup:
@@ -173,7 +115,7 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
     db = store.db
     names = [n for n in db.connection.list_tables().tables if not n.endswith(SWAP_SUFFIX)]
     directory = scan(db.uri, "agents", db.storage_options) if "agents" in names else None
-    newest = _newest(directory, "the agent directory", [], []) if directory else []
+    newest = _newest(directory, "the agent directory", [], [], _earlier(db, directory)) if directory else []
     agent_ids = json.loads(newest[0]["names"]) if newest else {}
     scope = set(names)
     if agent is not None:
@@ -182,6 +124,7 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
                                f"everything.")
         scope = {n for n in names if n in ("agents", "messages", "memory_edits") or agent_ids[agent] in n}
     findings, states, messages = [], {}, None
+    seen = _Seen()
     for name in sorted(names, key=lambda n: (_kind(n), n)):
         if name not in scope and not name.startswith(STATE_PREFIX):
             continue  # every agent's state is read: shared tables are judged against all of them
@@ -191,6 +134,8 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
             finding.damage.append(f"it cannot be opened ({scan_.error})")
             finding.lost.append("everything in it, unless you have a backup of the database folder")
             findings.append(finding)
+            if name.startswith(STATE_PREFIX):
+                seen.unread_states[name[len(STATE_PREFIX):]] = (finding, None)
             continue
         if scan_.lost_versions:
             finding.damage.append(f"its newest {scan_.lost_versions} version(s) are missing (their manifests are "
@@ -204,31 +149,92 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
             finding.lost.append(f"{bad.rows} row(s) of fragment {bad.fragment_id}")
         recovered = finding.recovered
         if name == "agents":
-            rows = _newest(scan_, "the agent directory", recovered, finding.lost)
+            rows = _newest(scan_, "the agent directory", recovered, finding.lost, _earlier(db, scan_))
+            seen.directory = finding
         elif name.startswith(STATE_PREFIX):
             rows = _newest(scan_, "the agent's state", recovered, finding.lost)
             if rows:
                 states[rows[0]["agent_id"]] = json.loads(rows[0]["state"])
+            elif finding.damage:  # lost with the newest version's data: rebuilt below, from all it can be
+                earlier = _earlier(db, scan_)
+                found = max(earlier, key=lambda r: int(r["rev"])) if earlier else None
+                seen.unread_states[name[len(STATE_PREFIX):]] = (finding, found)
         elif name == "messages":
             committed = _committed_messages(states, {(r["agent_id"], int(r["seq"])) for r in _rows(scan_)})
             rows = _keyed(scan_, lambda r: (r["agent_id"], r["id"]), committed, "saved message(s)", recovered)
             messages = rows
         elif name == "memory_edits":
             rows = _keyed(scan_, lambda r: (r["agent_id"], r["rev"], r["label"], r["at"]),
-                          lambda r: r["agent_id"] in states, "memory edit(s)", recovered)
+                          lambda r: r["agent_id"] in states or r["agent_id"] in seen.unread_states,
+                          "memory edit(s)", recovered)
+            seen.edits = rows
         elif "id" in (scan_.good.schema.names if scan_.good is not None else []):
             rows = _keyed(scan_, lambda r: r["id"], lambda r: True, "row(s)", recovered)
         else:
             rows = _rows(scan_)
+        if name.startswith(POINTS_PREFIX):
+            seen.points[name[len(POINTS_PREFIX):]] = rows
         if name not in scope:
             continue
         if finding.damage or recovered:
             assert scan_.good is not None
             finding.rows = pa.Table.from_pylist(rows, schema=scan_.good.schema)
             findings.append(finding)
+    for agent_id in agent_ids.values():  # named in the directory, its state table gone
+        if state_table_name(agent_id) not in names and (agent is None or agent_ids[agent] == agent_id):
+            seen.unread_states[agent_id] = (Finding(state_table_name(agent_id), ["it is missing"]), None)
+            findings.append(seen.unread_states[agent_id][0])
+    _rebuild_states(seen, states, messages or [])
+    fresh = directory is None or (not agent_ids and (not newest or int(newest[0]["rev"]) == 0))  # lost, or made anew
+    agent_ids = _relist_directory(seen, fresh, newest, agent_ids, states, findings)
     return Checkup(findings, _missing(agent_ids, states, messages, agent))
 
 
+@dataclass
+class _Seen:
+    """What `examine` read that rebuilding needs: the directory's finding, restore points and edits by agent, and
+    the states whose row is lost (with the row an older version held, if any)."""
+
+    directory: Finding | None = None
+    points: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    unread_states: dict[str, tuple[Finding, dict[str, Any] | None]] = field(default_factory=dict)
+
+
+def _rebuild_states(seen: _Seen, states: dict[str, dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+    """Give every state whose row is lost a row rebuilt from what is left (see `rebuild.rebuild_state`)."""
+    for agent_id, (finding, earlier) in seen.unread_states.items():
+        rebuilt = rebuild_state(agent_id, earlier, "an older version of its state table",
+                                seen.points.get(agent_id, []), messages, seen.edits)
+        if rebuilt is None:
+            finding.rows = None  # nothing to rebuild it from: the table is left as it is
+            finding.lost.append("the agent's state: no version of its table and no restore point holds it")
+            continue
+        finding.rows = pa.Table.from_pylist([rebuilt.row], schema=STATE)
+        finding.recovered.append("the agent's state, rebuilt from " + ", then ".join(rebuilt.sources))
+        states[agent_id] = json.loads(rebuilt.row["state"])
+
+
+def _relist_directory(seen: _Seen, fresh: bool, newest: list[dict[str, Any]], agent_ids: dict[str, str],
+                      states: dict[str, dict[str, Any]], findings: list[Finding]) -> dict[str, str]:
+    """When the directory is damaged, gone or made anew (by a command run after it was lost), name again every agent
+    whose state is known but has no name there. (A healthy directory that lacks an agent is right: it was deleted.)"""
+    damaged = seen.directory is not None and bool(seen.directory.damage or seen.directory.recovered)
+    if not (damaged or (fresh and states)):
+        return agent_ids
+    names, lines = relist(agent_ids, states)
+    if not lines:
+        return agent_ids
+    finding = seen.directory or Finding("agents", [])
+    if not finding.damage:
+        finding.damage.append("it names none of the agents whose state tables are here (it was lost, or made anew "
+                              "after it was lost)")
+    if finding not in findings:
+        findings.insert(0, finding)
+    rev = int(newest[0]["rev"]) + 1 if newest else 0
+    finding.rows = pa.Table.from_pylist([{"id": ROW_ID, "rev": rev, "names": json.dumps(names)}], schema=AGENTS)
+    finding.recovered.extend(lines)
+    return names
 
 
 def _missing(agent_ids: dict[str, str], states: dict[str, dict[str, Any]],
@@ -273,7 +279,8 @@ def repair(store: Store, checkup: Checkup, home: Path) -> Checkup:
             continue
         source = Path(db.uri) / f"{finding.table}.lance"
         backup.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(source, backup / source.name, dirs_exist_ok=True)
+        if source.exists():  # a table rebuilt where none was (a lost state or directory) has nothing to keep
+            shutil.copytree(source, backup / source.name, dirs_exist_ok=True)
         db.forget(finding.table)
         _drop_folder_if_unopenable(db, finding.table, source)
         replace_table(db, finding.table, finding.rows.schema, finding.rows)

@@ -150,6 +150,25 @@ def orphan_rows(dataset: Any, path: str) -> tuple[pa.Table | None, list[str]]:
     return (pa.concat_tables(parts) if parts else None), files
 
 
+def earlier_rows(path: str, below: int | None,
+                 storage_options: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], int | None]:
+    """The rows of the newest version older than `below` (every version when None) that reads whole and holds any,
+    with its number: what a one-row table held before its newest data was lost. Local tables only."""
+    import lance
+
+    for version, _ in manifests(path):
+        if below is not None and version >= below:
+            continue
+        try:
+            dataset = lance.dataset(path, version=version, storage_options=storage_options)
+            rows, bad = read_fragments(dataset)
+        except Exception:  # noqa: BLE001 - an unreadable version holds nothing to use
+            continue
+        if rows.num_rows and not bad:
+            return rows.to_pylist(), version
+    return [], None
+
+
 def scan(db_uri: str, name: str, storage_options: dict[str, str] | None = None) -> TableScan:
     """Read table `name` as far as it can be read (see `TableScan`)."""
     path = table_path(db_uri, name)
