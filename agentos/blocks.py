@@ -35,6 +35,11 @@ class Block(BaseModel):
             )
         return label
 
+    @property
+    def chars_over_limit(self) -> int:
+        """How many characters the value is over the limit (0 within it); the prompt shows such a block cut."""
+        return max(0, len(self.value) - self.limit)
+
 
 Editor = Literal["agent", "user", "mcp"]
 

@@ -32,7 +32,9 @@ def who_made(edit: MemoryEdit) -> str:
 
 def block_header(block: Block) -> str:
     flag = ", read-only" if block.read_only else ""
-    return f"[{block.label}] {len(block.value)}/{block.limit} chars{flag}"
+    excess = block.chars_over_limit
+    over = f", {excess:,} over its limit: the model sees it cut until it is shortened" if excess else ""
+    return f"[{block.label}] {len(block.value)}/{block.limit} chars{flag}{over}"
 
 
 def format_blocks(blocks: list[Block]) -> str:

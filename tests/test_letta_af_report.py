@@ -113,11 +113,12 @@ def test_an_empty_system_field_leaves_out_lettas_stale_compiled_message(store: S
 
 
 def too_big(tmp_path: Path, window: int = 8192) -> Path:
-    """An agent whose blocks alone take far more than its file's window of `window` tokens."""
+    """An agent whose instructions alone take far more than its file's window of `window` tokens (blocks that do are
+    shown cut to fit instead: tests/test_oversized_blocks.py)."""
     notes = " ".join(f"note {i}: the deploy of service {i} happens on day {i % 7}." for i in range(1_400))
-    tiny = agent(0, "tiny", ["block-0", "block-1"])
+    tiny = agent(0, "tiny", ["block-0"], system=f"You are tiny. Remember: {notes}")
     tiny["llm_config"]["context_window"] = window
-    return write(tmp_path, v2([tiny], [block(0, "persona", "I am tiny."), block(1, "notes", notes, 100_000)]))
+    return write(tmp_path, v2([tiny], [block(0, "persona", "I am tiny.")]))
 
 
 def test_an_agent_that_cannot_fit_its_window_is_reported_with_the_percentage_and_the_fix(store: Store,

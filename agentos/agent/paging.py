@@ -111,6 +111,7 @@ class Pager:
         self.window = window
         self.summarizer = summarizer  # the model that writes summaries (the agent's "summary" role)
         self._base = counter_for(model)
+        prompts.fit_window(window, self._base)  # blocks too big for the window are shown cut, never lock the agent out
         self.sizes = MessageSizes(self._base)
         self._counters: dict[float | None, TokenCounter] = {}
         self.seconds = 0.0  # time spent in the pager, summaries included

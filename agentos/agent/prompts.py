@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -10,9 +10,11 @@ from typing import Literal
 
 import jinja2
 
+from agentos.agent.shown_blocks import BlockRoom, Cut, block_room, cuts, shown_blocks
 from agentos.blocks import Block
 from agentos.errors import ConfigError
 from agentos.messages import Message
+from agentos.tokens import TokenCounter
 
 SUMMARY_ID = "summary"  # the id of the summary message at the head of every request that has one
 
@@ -67,6 +69,7 @@ class PromptRenderer:
                  prompt_set: PromptSet = "standard") -> None:
         self.env = _environment(prompt_dir, prompt_set)
         self._static: str | None = system_prompt
+        self.block_room: BlockRoom | None = None  # the blocks' share of the window (set by the agent's pager)
 
     def render(self, name: str, **values: object) -> str:
         try:
@@ -76,6 +79,10 @@ class PromptRenderer:
         except jinja2.TemplateError as exc:
             raise ConfigError(f"prompt template {name!r} is invalid: {exc}") from exc
 
+    def fit_window(self, window: int, counter: TokenCounter) -> None:
+        """Show the blocks within their share of a `window`-token context window, as `counter` counts tokens."""
+        self.block_room = block_room(window, counter)
+
     def static(self) -> str:
         """The instructions (the agent's own `system_prompt`, or system.j2 rendered once): byte-identical on every call."""
         if self._static is None:
@@ -84,13 +91,20 @@ class PromptRenderer:
 
     def dynamic(self, blocks: Iterable[Block], *, now: datetime, last_edit: datetime | None,
                 tier_lines: Iterable[str] = ()) -> str:
-        """Memory blocks, then metadata (with each memory tier's lines): the parts of the system prompt that change."""
+        """Memory blocks (each cut to fit, see `shown_blocks`), then metadata (with each memory tier's lines): the parts
+        of the system prompt that change."""
+        stored = list(blocks)
         parts = [
-            self.render("memory_blocks.j2", blocks=list(blocks)),
+            self.render("memory_blocks.j2", blocks=shown_blocks(stored, self.block_room),
+                        sizes={b.label: len(b.value) for b in stored}),
             self.render("metadata.j2", now=_format_hour(now), last_edit=_format_time(last_edit),
                         tier_lines=list(tier_lines)),
         ]
         return "\n\n".join(parts)
+
+    def cuts(self, blocks: Sequence[Block]) -> list[Cut]:
+        """The blocks the prompt shows cut (over their limit, or more than the window has room for)."""
+        return cuts(blocks, self.block_room)
 
     def summary_message(self, summary: str, hidden: int) -> Message | None:
         """The running summary as the first message of a request, if there is one."""

@@ -95,6 +95,13 @@ def cmd_memory_set(args: argparse.Namespace) -> int:
         print(f"Set block \"{edit.label}\": {len(edit.old_value):,} -> {len(edit.new_value):,} characters "
               f"(logged as your edit).")
         print(block_header(agent.block(edit.label)))
+        cut = next((c for c in agent.prompts.cuts(agent.blocks) if c.label == edit.label), None)
+        if cut is not None:
+            why = f"over its limit of {cut.limit:,}" if cut.over_limit else "more than the context window has room for"
+            print(f"The model still sees it cut to {cut.shown:,} characters: it is {why}. Shorten it further to "
+                  f"show all of it.")
+        elif len(edit.old_value) > len(edit.new_value) and len(edit.old_value) > agent.block(edit.label).limit:
+            print("It fits now: the model sees all of it again.")
     finally:
         agent.close()
     return 0

@@ -4,7 +4,8 @@ The file is read by `letta_file` (either shape); each part of an agent is mapped
 choice is reported on import, so nothing is dropped silently:
 
 - **Blocks** (`letta_blocks`) keep label, value, limit, description and read_only; labels agentos cannot use
-  are made usable, and a missing `persona` or `human` block is added, empty.
+  are made usable, and a missing `persona` or `human` block is added, empty. A block over its limit (or too big for
+  the window) is kept whole and shown to the model cut; the report warns of it.
 - **System prompt**: Letta's `system` is kept word for word (`AgentSettings.system_prompt`).
 - **Messages** and what is **in context** (`letta_history`): text, tool calls and results, the summary, the
   smallest suffix of the history that covers Letta's in-context messages.
@@ -123,6 +124,21 @@ def _plan(af: AfFile, wanted: AfAgent, chosen: list[AfAgent], name: str | None, 
     return _Plan(state, history.messages, in_context, report)
 
 
+def _block_warnings(agent: Agent) -> list[str]:
+    """A warning for each block the prompt shows cut (over its limit, or more than the window has room for): its
+    size, its limit, and how to shorten it. The block itself is imported whole."""
+    lines = []
+    for cut in agent.prompts.cuts(agent.blocks):
+        why = (f"over its limit of {cut.limit:,}" if cut.over_limit else
+               f"more than the {agent.window:,}-token context window has room for")
+        fix = ("raise its limit in the file and import it again" if cut.over_limit else
+               f"give it a larger window (agentos window {agent.name} TOKENS)")
+        lines.append(f'block "{cut.label}" holds {cut.chars:,} characters, {why}: it is kept whole, and the model sees '
+                     f"its first {cut.shown:,} characters with a note asking it to shorten the block. Shorten it "
+                     f"yourself with `agentos memory {agent.name} set {cut.label} @FILE`, or {fix}.")
+    return lines
+
+
 def _fit_warnings(agent: Agent) -> list[str]:
     """A warning when the imported agent's next request cannot fit its context window, with the ways to fix it."""
     over = overfull(agent.context_breakdown())
@@ -186,7 +202,7 @@ def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_a
                 if plan.messages:
                     opened.add_history(plan.messages, in_context=plan.in_context)
                 opened.add_restore_point(f"(imported from {Path(path).name})")
-                plan.report.warnings += _fit_warnings(opened)
+                plan.report.warnings += _block_warnings(opened) + _fit_warnings(opened)
             except BaseException:
                 with contextlib.suppress(Exception):
                     opened.close()  # gives the lease back; the agent is deleted below
