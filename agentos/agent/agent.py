@@ -120,8 +120,9 @@ class Agent:
             if provider is None and with_model and not read_only:
                 provider = resolve_spec(state.model, state.settings, main=True)
             agent = cls(TurnState(state, repair_context(opened.messages)), store, provider, tools, lease)
+            tables = {**agent.tiers.stored_tables(), **agent.session.history.stored_tables()}  # each looked at
             agent.warnings = damage(store, state, len(state.in_context_ids) - len(opened.messages),
-                                    writer=lease is not None)
+                                    writer=lease is not None, tables=tables)
             if lease is not None:
                 agent.session.repair(state.message_count, state.unlogged_edits)
                 if provider is not None:  # opened to talk, not to edit: background work may start

@@ -172,8 +172,12 @@ def open_saved(name: str, store: Store, *, read_only: bool) -> Opened:
         raise
 
 
-def damage(store: Store, state: AgentState, missing_in_context: int, *, writer: bool) -> list[str]:
-    """What opening found damaged: tables that could only be read in part, and saved messages that are gone."""
+def damage(store: Store, state: AgentState, missing_in_context: int, *, writer: bool,
+           tables: dict[str, str] | None = None) -> list[str]:
+    """What opening found damaged: tables that could only be read in part, those of `tables` ({name: what it holds},
+    the tables of the agent's tiers and its restore points) and the memory edit log whose files a look finds damaged
+    (their rows are not read), and saved messages that are gone."""
+    store.check_tables({**(tables or {}), "memory_edits": "the memory edit log"})
     found = list(store.damage.values())
     count, name = state.message_count, state.name
     if not writer and store.uncommitted(state.id, count):  # a writer would discard them: see `Session.repair`

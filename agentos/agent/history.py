@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from agentos.agent.state import AgentState
-from agentos.errors import AgentOSError
+from agentos.errors import AgentOSError, DamagedStoreError
 from agentos.storage.db import Database
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
@@ -64,6 +64,10 @@ class RestorePoints:
         self.db = db
         self.table_name = restore_points_table_name(agent_id)
 
+    def stored_tables(self) -> dict[str, str]:
+        """The table, with what it holds for people (opening the agent looks at it for damage)."""
+        return {self.table_name: "restore points"}
+
     def open(self) -> None:
         """Open the table (creating it), as a step's write needs before it adds rows."""
         self.db.table(self.table_name, RESTORE_POINTS, {})
@@ -101,6 +105,15 @@ class RestorePoints:
         """Remove the points after revision `rev`: the turns a rewind took back, or those of steps that never landed
         (before the agent reaches their revision again and they would pass for its own)."""
         self._forget(f"rev > {int(rev)}")
+
+    def forget_unlanded(self, rev: int) -> None:
+        """Remove the points of steps that never landed (above revision `rev`), as a writer opening the agent does. A
+        table too damaged to look in keeps them, so that the agent still opens (opening warns of the damage): the
+        next writer to open it after `agentos doctor --repair` removes those still above its revision."""
+        try:
+            self.forget_after(rev)
+        except DamagedStoreError:
+            pass
 
     def forget_step(self, step_id: str) -> None:
         """Remove the points a step wrote that will never land (this session lost the agent)."""

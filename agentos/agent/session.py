@@ -190,7 +190,7 @@ class Session:
             self.store.discard_messages(self.id, orphans)
         self.store.log_edits(self.id, unlogged, some_logged=True)
         self.state.logged(unlogged)  # so that closing does not log them a second time
-        self.history.forget_after(self.state.rev)  # points of steps that never landed
+        self.history.forget_unlanded(self.state.rev)  # points of steps that never landed
         self.saved_messages = self.state.message_count
 
     def save(self, restore_point: str | None = None) -> StepSaved | None:

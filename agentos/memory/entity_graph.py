@@ -71,6 +71,7 @@ class EntityGraphTier(Tier):
     """One agent's entity graph."""
 
     name = PATH
+    label = "the entity graph"
 
     def __init__(self, ctx: TierContext) -> None:
         super().__init__(ctx)

@@ -92,6 +92,7 @@ class Tier(ABC):
     they are read and written through `Agent.tier_settings` / `Agent.update_tier_settings`."""
 
     name: ClassVar[str]
+    label: ClassVar[str] = ""  # what it holds, for people ("archival memory"); "<name> memory" when empty
     settings_model: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, ctx: TierContext) -> None:
@@ -101,6 +102,11 @@ class Tier(ABC):
     @abstractmethod
     def table_names(cls, agent_id: str) -> list[str]:
         """Every table this tier may hold for the agent (they need not exist yet)."""
+
+    def stored_tables(self) -> dict[str, str]:
+        """This agent's tables of the tier, each with what it holds for people: opening the agent looks at each for
+        damage (one that does not exist yet is passed over)."""
+        return dict.fromkeys(self.table_names(self.ctx.agent_id), self.label or f"{self.name} memory")
 
     @property
     def in_use(self) -> bool:

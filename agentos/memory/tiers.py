@@ -74,6 +74,10 @@ class Tiers:
     def table_names(self) -> list[str]:
         return [name for tier in self._tiers for name in tier.table_names(tier.ctx.agent_id)]
 
+    def stored_tables(self) -> dict[str, str]:
+        """Every tier's tables for this agent, each with what it holds (see `Tier.stored_tables`)."""
+        return {name: what for tier in self._tiers for name, what in tier.stored_tables().items()}
+
     def tools(self) -> list[Tool]:
         return [t for tier in self._tiers for t in tier.tools()]
 

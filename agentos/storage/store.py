@@ -32,6 +32,7 @@ from agentos.storage.records import edit_row, message_row, row_edit, row_message
 from agentos.storage.rewrites import SWAP_SUFFIX
 from agentos.storage.salvage import describe_damage, open_newest_readable, orphan_rows, read_fragments, table_path
 from agentos.storage.schemas import TABLES, restore_points_table_name, state_table_name
+from agentos.storage.table_checks import check_table
 from agentos.storage.versions import lost_versions
 
 Rows = Any  # a list of row dicts, or a pyarrow Table
@@ -333,6 +334,19 @@ class Store:
             raise error
         self.damage[table] = describe_damage(table, bad, skipped)
         return rows.to_pylist()
+
+    def check_tables(self, tables: dict[str, str]) -> list[str]:
+        """Look for damage in these tables, {name: what it holds}, without reading their rows (see `table_checks`);
+        each damaged one that no read has noted yet is noted in `damage`. What was found, described."""
+        found = []
+        for name, what in tables.items():
+            if name in self.damage:
+                continue
+            damaged = check_table(self.db.uri, name, self.db.storage_options)
+            if damaged is not None:
+                self.damage[name] = damaged.describe(what)
+                found.append(self.damage[name])
+        return found
 
     # -- upkeep --------------------------------------------------------------------------------
 

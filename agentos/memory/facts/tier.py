@@ -44,6 +44,7 @@ class FactTier(FactWrites, FactSearch, Tier):
     """One agent's facts and their change log, and the consolidation that keeps them."""
 
     name = "facts"
+    label = "fact memory"
     settings_model = FactSettings
 
     def __init__(self, ctx: TierContext) -> None:
