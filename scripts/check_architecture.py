@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("memory", ["memory"]),                                                        # L4
     ("agent", ["agent"]),                                                          # L5
     ("portable and eval", ["portable", "eval"]),                                   # L6
-    ("front ends", ["commands", "presenter", "formatting", "chat", "cli", "tui", "mcp_server", "__main__",
+    ("front ends", ["commands", "presenter", "formatting", "chat", "cli", "tui", "mcp_server", "server", "__main__",
                     "eval.__main__"]),                                             # L7
     ("front door", ["__init__"]),                        # L8: `agentos.Agent` and `agentos.tool`, handed out lazily
 ]

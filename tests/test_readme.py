@@ -76,3 +76,25 @@ def test_every_link_to_a_file_resolves() -> None:
             if re.match(r"[a-z]+://", target) or target.startswith("#"):
                 continue
             assert (page.parent / target.split("#")[0]).exists(), f"{page.name} links to {target}, which is missing"
+
+
+def test_the_serve_commands_work_as_written(agentos_home: Path, tmp_path: Path) -> None:
+    """The "Serve" block: the server starts, the agent is made over HTTP, and the streamed turn finishes."""
+    from tests.processes import free_port, wait_for_port
+
+    (body,) = blocks("shell")
+    start, *calls = commands(body)
+    assert start == "agentos serve &"
+    port = free_port()
+    env = {**os.environ, "AGENTOS_HOME": str(agentos_home), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    server = subprocess.Popen([str(BIN / "agentos"), "serve", "--port", str(port)], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port, server)
+        made, streamed = (run(call.replace("8283", str(port)), agentos_home, tmp_path) for call in calls)
+        assert made.returncode == 0 and '"name":"web"' in made.stdout, made
+        assert streamed.returncode == 0 and "event: turn_finished" in streamed.stdout, streamed
+        assert "Ada" in streamed.stdout  # the demo model's reply to the turn
+    finally:
+        server.terminate()
+        assert server.wait(30) == 0

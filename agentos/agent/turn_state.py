@@ -229,6 +229,11 @@ class TurnState:
         self._changed = True
         return self._state.settings
 
+    def set_model(self, spec: str) -> None:
+        """Give the agent another main model (a spec its caller checked); saved with the next step."""
+        self._state.model = spec
+        self._changed = True
+
     def set_tool_names(self, names: Sequence[str]) -> None:
         self._state.tool_names = list(names)
 

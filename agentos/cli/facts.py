@@ -22,6 +22,7 @@ from agentos.cli.facts_text import (
     fact_line,
     source_lines,
 )
+from agentos.commands.checks import named, require_facts
 from agentos.errors import AgentOSError, FactError
 from agentos.memory.facts.rows import FACT_CHANGES
 from agentos.memory.facts.tier import FactTier
@@ -53,16 +54,8 @@ def opened(name: str, *, write: bool) -> Iterator[tuple[Agent, FactTier]]:
         agent.close()
 
 
-def _named(text: str, name: str) -> str:
-    """A library message with the agent's name in its hint (`agentos facts AGENT ...`)."""
-    return text.replace("agentos facts AGENT ", f"agentos facts {name} ")
-
-
-def _has_facts(facts: FactTier, name: str) -> None:
-    """Refuse to change fact memory an agent does not use (a writer would create its tables for nothing)."""
-    if not facts.in_use:
-        raise AgentOSError(f'agent "{name}" has no facts yet. Consolidate its conversation with: agentos facts {name} '
-                           f"consolidate, or turn fact memory on with: agentos facts {name} on")
+_named = named  # the server names the agent in its hints too
+_has_facts = require_facts  # and makes the same check
 
 
 # -- dates, durations and numbers ----------------------------------------------------------------

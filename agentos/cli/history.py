@@ -6,17 +6,8 @@ import argparse
 import sys
 
 from agentos.agent.agent import Agent, open_store
-from agentos.agent.directory import is_empty
 from agentos.cli.transfer import transfer_progress
-from agentos.commands.rewinding import (
-    BACKUP,
-    SWAPPED,
-    backups,
-    base_name,
-    next_backup_name,
-    numbered,
-    rewind_keeping_copy,
-)
+from agentos.commands.rewinding import backups, find_point, next_backup_name, rewind_keeping_copy, undo_plan
 from agentos.errors import AgentOSError
 
 
@@ -51,12 +42,8 @@ def cmd_rewind(args: argparse.Namespace) -> int:
 
     agent = Agent.load(args.name, with_model=False)
     try:
-        points = agent.restore_points()
-        point = next((p for p in points if p.turn == args.to), None)
-        if point is None:
-            raise AgentOSError(f'agent "{agent.name}" has no restore point {args.to}: its points are 0 to '
-                               f"{len(points) - 1}. See them with: agentos history {agent.name}")
-        turns = len(points) - 1 - point.turn
+        point = find_point(agent, args.to)
+        turns = len(agent.restore_points()) - 1 - point.turn
         messages = agent.state.message_count - point.message_count
         backup = next_backup_name(agent)
         print(f'Rewinding "{agent.name}" to point {point.turn} ({point.at.astimezone():%Y-%m-%d %H:%M}, '
@@ -75,16 +62,7 @@ def cmd_rewind(args: argparse.Namespace) -> int:
 
 
 def _undo(args: argparse.Namespace) -> int:
-    store = open_store()
-    if is_empty(store) or store.agent_row(args.name) is None:
-        Agent.load(args.name, read_only=True)  # says that there is no such agent, and which there are
-    kept = backups(args.name, store.agent_rows())
-    if not kept:
-        raise AgentOSError(f'no rewind of "{args.name}" to undo: no copy named '
-                           f'"{BACKUP.format(base=base_name(args.name), n="N")}" exists.')
-    n, backup = kept[-1]
-    n = max([n - 1, *(k for k, _ in numbered(args.name, store.agent_rows(), "rewound"))]) + 1  # a free number
-    swapped = SWAPPED.format(base=base_name(args.name), n=n)
+    backup, swapped = undo_plan(open_store(), args.name)
     print(f'Undoing the last rewind of "{args.name}": the copy "{backup}" becomes "{args.name}" again, and the '
           f'rewound agent is kept as "{swapped}".')
     if not _confirm("Undo?", args.yes):

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import zipfile
 from pathlib import Path
 
 from agentos.agent.agent import Agent, open_store
 from agentos.commands.console import progress_bar
+from agentos.commands.forking import fork_agent
+from agentos.commands.importing import import_native, is_agentos_file
 from agentos.errors import AgentOSError
-from agentos.portable.archive import SUFFIX, copy_agent, export_agent, import_agent
+from agentos.portable.archive import SUFFIX, export_agent
 from agentos.portable.letta_export import export_af
 from agentos.portable.letta_file import read_af
 from agentos.portable.letta_import import import_af
-from agentos.storage.store import Store
 from agentos.text import plural
-
-
-def set_window(store: Store, name: str, window: int | None) -> None:
-    """Give agent `name` this context window (None: the model's own again), saved."""
-    agent = Agent.load(name, store=store, with_model=False)
-    try:
-        agent.update_settings(context_window=window)
-        agent.save()
-    finally:
-        agent.close()
 
 
 def counted_rows(rows: dict[str, int]) -> str:
@@ -62,8 +52,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file).expanduser()
-    native = path.suffix == SUFFIX or not path.is_file() or zipfile.is_zipfile(path)
-    if not native:  # a Letta agent file (JSON)
+    if not is_agentos_file(path):  # a Letta agent file (JSON)
 
         if not (args.agent or args.all) and sys.stdin.isatty():
             agents = read_af(path).agents
@@ -88,12 +77,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.agent or args.all:
         raise AgentOSError(f"{path} is an agentos export, which holds one agent; --agent and --all are for Letta "
                            f"agent files.")
-    store = open_store()
-    report = import_agent(store, path, args.name, progress=transfer_progress, model=args.model)
+    report = import_native(open_store(), path, args.name, args.model, args.window, transfer_progress)
     print(f'Imported agent "{report.name}" from {args.file}: '
           + (counted_rows(report.rows) or "no rows"))
     if args.window is not None:
-        set_window(store, report.name, args.window)
         print(f"  context window: {args.window:,} tokens (given on import)")
     for line in report.skipped:
         print(f"  not imported: {line}")
@@ -101,35 +88,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_point(store: Store, name: str, at: int) -> None:
-    """Refuse a restore point agent `name` does not have, naming it, before anything is copied."""
-    source = Agent.load(name, store=store, read_only=True, with_model=False)
-    try:
-        points = source.restore_points()
-    finally:
-        source.close()
-    if all(point.turn != at for point in points):
-        raise AgentOSError(f'agent "{name}" has no restore point {at}: its points are 0 to {len(points) - 1}. '
-                           f"See them with: agentos history {name}")
-
-
 def cmd_fork(args: argparse.Namespace) -> int:
-    store = open_store()
-    if args.at is not None:
-        _check_point(store, args.name, args.at)
-    copy_agent(store, args.name, args.new, transfer_progress)
-    at = ""
-    if args.at is not None:
-
-        fork = Agent.load(args.new, store=store, with_model=False)
-        try:
-            done = fork.rewind(args.at)
-        except BaseException:
-            fork.close()
-            Agent.delete(args.new, store=store)  # no half-made fork left behind
-            raise
-        fork.close()
-        at = f" as it was at point {done.point.turn} ({done.point.label})"
+    point = fork_agent(open_store(), args.name, args.new, args.at, transfer_progress)
+    at = f" as it was at point {point.turn} ({point.label})" if point is not None else ""
     print(f'Forked "{args.name}"{at} as "{args.new}": an independent copy. Chat with it: agentos chat {args.new}')
     return 0
 

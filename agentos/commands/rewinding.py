@@ -1,5 +1,5 @@
-"""Rewinding with a copy kept: the names of the copies (`NAME.before-rewind-N`), and the rewind the CLI and the TUI
-both run."""
+"""Rewinding with a copy kept: the names of the copies (`NAME.before-rewind-N`), the restore point asked for, the
+rewind the CLI, the TUI and the server run, and what undoing it renames."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import hashlib
 import re
 from typing import Any
 
+from agentos.agent.agent import Agent
+from agentos.agent.directory import is_empty
+from agentos.agent.history import RestorePoint
+from agentos.errors import AgentOSError
 from agentos.portable.archive import copy_agent
+from agentos.storage.store import Store
 
 BACKUP = "{base}.before-rewind-{n}"  # the copy a rewind keeps of the agent as it was
 SWAPPED = "{base}.rewound-{n}"  # the rewound agent, once `--undo` has put the copy back
@@ -43,3 +48,27 @@ def rewind_keeping_copy(agent: Any, turn: int, backup: str, progress: Any = None
     """Copy the open `agent` as `backup`, then rewind it to restore point `turn` (the CLI's and the TUI's way)."""
     copy_agent(agent.store, agent.name, backup, progress, held=agent)
     return agent.rewind(turn)
+
+
+def find_point(agent: Any, turn: int) -> RestorePoint:
+    """Restore point `turn` of `agent`, or the error naming the points it has."""
+    points = agent.restore_points()
+    point = next((p for p in points if p.turn == turn), None)
+    if point is None:
+        raise AgentOSError(f'agent "{agent.name}" has no restore point {turn}: its points are 0 to {len(points) - 1}. '
+                           f"See them with: agentos history {agent.name}")
+    return point
+
+
+def undo_plan(store: Store, name: str) -> tuple[str, str]:
+    """What undoing the last rewind of `name` renames: (the copy that becomes `name` again, the name the rewound
+    agent is kept under). Errors when there is no such agent, or no copy to put back."""
+    if is_empty(store) or store.agent_row(name) is None:
+        Agent.load(name, store=store, read_only=True)  # says that there is no such agent, and which there are
+    kept = backups(name, store.agent_rows())
+    if not kept:
+        raise AgentOSError(f'no rewind of "{name}" to undo: no copy named '
+                           f'"{BACKUP.format(base=base_name(name), n="N")}" exists.')
+    n, backup = kept[-1]
+    n = max([n - 1, *(k for k, _ in numbered(name, store.agent_rows(), "rewound"))]) + 1  # a free number
+    return backup, SWAPPED.format(base=base_name(name), n=n)

@@ -260,6 +260,53 @@ MCP_COMMANDS = (
             )),
 )
 
+SERVE_COMMANDS = (
+    Command("serve", "serve agents over an HTTP API (SSE for turns; docs at /docs)", "agentos.cli.serve:cmd_serve",
+            description="serve every agent of the data home over an HTTP API: agents, turns (their events as "
+                        "Server-Sent Events), memory, facts, export and import, rewind and fork; OpenAPI docs at "
+                        "/docs. Without users it listens on loopback only", args=(
+                Arg("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1; only loopback "
+                                                        "while no users are configured)"),
+                Arg("--port", type="count", default=8283, help="the port (default 8283; 0: any free one)"),
+                Arg("--drain", type="seconds", default=10.0, metavar="SECONDS",
+                    help="on SIGTERM or Ctrl-C, how long running turns may take to finish before they are cancelled "
+                         "(default 10)"),
+                Arg("--queue", type="count_above_zero", default=8, metavar="N",
+                    help="turns and changes that may wait for one agent behind the running one; more are refused "
+                         "with 429 (default 8)"),
+                Arg("--workers", type="count_above_zero", default=1, metavar="N",
+                    help="server processes sharing the port, each serving any agent; with the database on object "
+                         "storage, workers on other machines can serve the same agents too (default 1)"),
+                Arg("--release-after", type="seconds", default=2.0, metavar="SECONDS",
+                    help="give an agent back (its writer lease) once it has been idle this long, so another worker "
+                         "or process can take it (default 2)"),
+                Arg("--wait", type="seconds", default=10.0, metavar="SECONDS",
+                    help="how long a request waits for another process to give its agent back before it is refused "
+                         "with 409 (default 10)"),
+            )),
+)
+
+USERS = "agentos.cli.users:"
+USER = Arg("name", metavar="NAME", help="the user's name")
+
+USERS_COMMANDS = (
+    Command("users", "the users of agentos serve and their API keys",
+            description="the users of `agentos serve`: each has an API key (shown once, stored hashed) and agents of "
+                        "their own that no other user's key reaches. Without users the server serves the CLI's agents "
+                        "with no key, on loopback only", actions=(
+                Command("add", "add a user and print their API key (once)", USERS + "cmd_add", args=(
+                    USER, Arg("--cli-agents", action="store_true",
+                              help="this user's agents are the CLI's own (the data home's database) instead of a "
+                                   "database of their own; one user at most"))),
+                Command("list", "list the users (never their keys)", USERS + "cmd_list"),
+                Command("remove", "remove a user: their key stops working; their agents stay on disk, not served",
+                        USERS + "cmd_remove", args=(USER, Arg("--yes", action="store_true",
+                                                              help="do not ask for confirmation"))),
+                Command("rotate", "give a user a new API key (the old one stops working)", USERS + "cmd_rotate",
+                        args=(USER,)),
+            )),
+)
+
 SESSION_COMMANDS = (
     Command("context", "show what fills the context window", BUILTIN + "show_context", where=SLASH, opens="read",
             busy_ok=False),
@@ -268,4 +315,4 @@ SESSION_COMMANDS = (
 )
 
 COMMANDS = (*AGENT_COMMANDS, *MEMORY_COMMANDS, *FACT_COMMANDS, *TRANSFER_COMMANDS, *HISTORY_COMMANDS, *MCP_COMMANDS,
-            *SESSION_COMMANDS)
+            *SERVE_COMMANDS, *USERS_COMMANDS, *SESSION_COMMANDS)
