@@ -64,7 +64,9 @@ class Opening(TurnRunner):
         self.conversation.add(OPENING, classes="info")
         self._open(load)
 
-    @work(thread=True, exclusive=True, group="agent", exit_on_error=False)
+    # Its own group: the turn of a message sent while it loaded starts as soon as AgentOpened arrives, which can be
+    # before this thread has returned, and an exclusive worker of the same group would cancel it.
+    @work(thread=True, exclusive=True, group="opening", exit_on_error=False)
     def _open(self, load: Loader) -> None:
         try:
             agent = load()
