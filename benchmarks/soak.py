@@ -3,8 +3,9 @@ turns, which must stay flat after warm-up (a long-lived server runs exactly this
 
 The window is small, so the pager compacts throughout and 50-150 messages stay in context, as in a long chat. Per
 block: the median and p95 of a turn's wall time, the process's CPU per turn (background compaction included: the
-figure to compare on a busy machine), RSS, and the most versions any table keeps. The server's own soak (50 agents
-over HTTP) is `benchmarks/serve_load.py --soak`.
+figure to compare on a busy machine), RSS and its anonymous part (the heap, Python's and LanceDB's: what grows if
+anything does; the rest is mostly shared libraries), and the most versions any table keeps. The server's own soak
+(50 agents over HTTP) is `benchmarks/serve_load.py --soak`.
 
     python benchmarks/soak.py [--turns 6000] [--every 500] [--window 4096] [--profile] [--before PATH]
 """
@@ -30,10 +31,12 @@ from agentos.agent.state import AgentSettings  # noqa: E402
 from agentos.providers import ModelRequest, ScriptedProvider, Step  # noqa: E402
 
 
-def rss_mib() -> float:
+def rss_mib(field: str = "VmRSS") -> float:
+    """The process's resident memory (VmRSS), or a part of it: RssAnon is its heap (Python's, LanceDB's, Arrow's),
+    the part that must stay flat; RssFile is mostly the shared libraries, constant."""
     with open("/proc/self/status", encoding="utf-8") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -66,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
 
         tracemalloc.start(12)
         before = tracemalloc.take_snapshot()
-    print(f"{'turns':>7} {'median ms':>10} {'p95 ms':>8} {'CPU ms/turn':>12} {'RSS MiB':>8} {'versions':>9} "
-          f"{'in context':>11} {'compactions':>12}", flush=True)
+    print(f"{'turns':>7} {'median ms':>10} {'p95 ms':>8} {'CPU ms/turn':>12} {'RSS MiB':>8} {'anon MiB':>9} "
+          f"{'versions':>9} {'in context':>11} {'compactions':>12}", flush=True)
     times: list[float] = []
     cpu = time.process_time()
     for i in range(1, args.turns + 1):
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             times.sort()
             used, cpu = time.process_time() - cpu, time.process_time()
             print(f"{i:>7} {statistics.median(times):>10.1f} {times[int(len(times) * 0.95) - 1]:>8.1f} "
-                  f"{1000 * used / len(times):>12.1f} {rss_mib():>8.0f} {most_versions(agent.store.uri):>9} "
+                  f"{1000 * used / len(times):>12.1f} {rss_mib():>8.0f} {rss_mib('RssAnon'):>9.0f} "
+                  f"{most_versions(agent.store.uri):>9} "
                   f"{len(agent.context):>11} {agent.state.compactions:>12}", flush=True)
             times = []
             provider.requests.clear()  # the scripted model keeps every request for tests to read: not the runtime's

@@ -42,3 +42,24 @@ def test_cli_startup_benchmark_times_commands_beside_another_tree(capsys: Any, m
     out = capsys.readouterr().out
     assert "agentos start-up, ms: median (min-max) over 1 runs as whole processes" in out
     assert "agentos --version" in out and "agentos --help" in out and "after vs before" in out
+
+
+def test_serve_load_benchmark_drives_a_real_server_and_reads_every_agent_back(capsys: Any,
+                                                                             allow_real_providers: None) -> None:
+    """A tiny run of the load test: the mock model (on loopback) and `agentos serve` in processes of their own, two
+    users; the agents' model is an OpenAI-compatible server, hence the opt-in."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "serve_load.py"
+    spec = importlib.util.spec_from_file_location("serve_load", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["serve_load"] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        code = module.main(["--clients", "3", "--turns", "2", "--contention", "3", "--contention-turns", "2",
+                            "--paced-seconds", "1"])
+    finally:
+        sys.modules.pop("serve_load", None)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "server CPU per turn: LanceDB's threads" in out and "stored twice 0, missing 0" in out
+    assert "lost 0, duplicated 0, stored though not acknowledged 0, replies that differ 0, rows of another agent 0, " \
+           "read across users 0 of 4 tries" in out

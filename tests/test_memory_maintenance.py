@@ -145,3 +145,119 @@ def test_a_compaction_that_another_process_preempts_is_retried(monkeypatch: pyte
     monkeypatch.setattr(type(handle), "optimize", preempted_once)
     assert db.optimize("messages") is True and len(calls) >= 2  # (background maintenance may compact too)
     assert db.count_rows("messages") == 3
+
+
+def test_cleanup_keeps_each_version_until_it_has_been_superseded_for_the_grace_period(tmp_path: object) -> None:
+    """A version goes by when it stopped being the newest: a quiet table's last version, made long ago, stays while
+    a reader that started on it a moment ago may still read it; every version older than that goes."""
+    import os
+    from pathlib import Path
+
+    folder = Path(str(tmp_path)) / "t.lance" / "_versions"
+    folder.mkdir(parents=True)
+    now = 1_000_000.0
+
+    def versions(*ages: float) -> None:
+        for old in folder.iterdir():
+            old.unlink()
+        for number, age in enumerate(ages):
+            path = folder / f"{number}.manifest"
+            path.write_text("")
+            os.utime(path, (now - age, now - age))
+
+    path = str(folder.parent)
+    versions(3600, 600, 1)  # quiet for ten minutes, then one commit a second ago
+    horizon = maintenance_module.cleanup_horizon(path, 5.0, now)
+    assert horizon is not None and 600 < horizon < 3600  # the version of ten minutes ago stays, the older one goes
+    versions(3, 2, 1)  # all newer than the grace period: nothing goes
+    assert maintenance_module.cleanup_horizon(path, 5.0, now) == 3 + 5.0
+    versions(*[60 - i * 0.1 for i in range(600)])  # ten commits a second for a minute
+    horizon = maintenance_module.cleanup_horizon(path, 5.0, now)
+    assert horizon is not None and 9.9 < horizon <= 10.1  # ~5 s superseded, ~5 s more for the cleanup's own clock
+    assert maintenance_module.cleanup_horizon(str(tmp_path), 5.0, now) is None  # no manifests: nothing known
+
+
+def test_versions_are_pruned_by_count_while_another_process_reads_the_agent(monkeypatch: pytest.MonkeyPatch,
+                                                                              tmp_path: object) -> None:
+    """Cleanups every 20 commits with a grace of 1.5 s keep a busy table to a few seconds of versions (the old window of
+    minutes kept every one of them), and a reader in another process, opening the agent and reading its history and
+    restore points the whole time, never meets a version that is gone."""
+    import subprocess
+    import sys
+    import time
+    from datetime import timedelta
+    from pathlib import Path
+
+    from agentos.providers import ScriptedProvider, Step
+    from agentos.storage.store import Store
+
+    monkeypatch.setattr(maintenance_module, "CLEANUP_OLDER_THAN", timedelta(seconds=1.5))
+    home = Path(str(tmp_path))
+    store = Store(home / "db")
+    store.maintenance.every = 20
+    agent = Agent.create("sam", provider=ScriptedProvider(lambda request: Step("noted")), store=store)
+    stop = home / "stop"
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(home / "db"), str(stop)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        commits, until = 0, time.monotonic() + 8
+        while time.monotonic() < until:
+            list(agent.turn(f"message {commits} about the garden"))
+            commits += 1
+    finally:
+        stop.write_text("")
+        out, err = reader.communicate(timeout=120)
+    agent.close()
+    assert reader.returncode == 0, err
+    reads, failures = (int(n) for n in out.split())
+    assert reads > 10 and failures == 0, err
+    kept = len(list((home / "db" / "messages.lance" / "_versions").glob("*.manifest")))
+    assert kept < 0.6 * commits  # a few seconds of versions, not all of them
+
+
+READER = """
+import sys, traceback
+from pathlib import Path
+from agentos.agent.agent import Agent
+from agentos.storage.store import Store
+
+store = Store(sys.argv[1])
+reads = failures = 0
+while not Path(sys.argv[2]).exists():
+    try:
+        agent = Agent.load("sam", store=store, read_only=True, with_model=False)
+        store.messages_between(agent.id, 0, agent.state.message_count)
+        agent.restore_points()
+        agent.close()
+        reads += 1
+    except Exception:
+        failures += 1
+        traceback.print_exc()
+print(reads, failures)
+"""
+
+
+def test_waiting_for_maintenance_while_a_run_starts_never_joins_a_thread_not_yet_started(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    """A server closing one agent waits for maintenance while another agent's commit starts a run (agent creates at
+    once answered 500: "cannot join thread before it is started")."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from agentos.storage.db import Database
+
+    class SlowToStart(threading.Thread):
+        def start(self) -> None:
+            time.sleep(0.3)
+            super().start()
+
+    maintenance = maintenance_module.Maintenance(Database(Path(str(tmp_path)) / "db"), every=1)
+    committer = threading.Thread(target=maintenance.committed, args=(["not_a_table"],))  # a real thread
+    monkeypatch.setattr(maintenance_module.threading, "Thread", SlowToStart)  # the run's thread starts slowly
+    committer.start()
+    time.sleep(0.1)  # the run's thread is being started now
+    maintenance.wait()  # must not raise
+    committer.join()
+    maintenance.wait()
+    assert maintenance.last_error is None and maintenance.runs == 1

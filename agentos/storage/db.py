@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 import shutil
+import sys
 import threading
 import time
+import warnings
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +18,7 @@ import pyarrow as pa
 
 from agentos.errors import DamagedStoreError, StorageError
 from agentos.storage.failures import retry_conflicts, storage_errors
+from agentos.storage.group_commit import GroupCommit
 from agentos.storage.indexes import INDEXES, ensure_indexes
 from agentos.storage.migrations import upgrade
 from agentos.storage.reads import Reads
@@ -25,10 +30,14 @@ from agentos.storage.wear import Wear, table_wear
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-# Bounded, so a long-running process stays small. The index cache must hold a large archival table's
-# vector index: at 1M passages a 64 MiB cache re-read it from disk on every query (vector search 56 ms -> 28 ms).
+# Bounded, so a long-running process stays small. LanceDB's index cache also keeps every table version's index
+# list (one entry per commit, never read again once the table moves on, ~1.7 KiB of heap each), evicted only when the
+# cache is full: at 256 MiB a soak's heap grew 8-9 KiB a turn for tens of thousands of turns; at 8 MiB it is full,
+# and flat, after ~2,000 turns. Keyword search at 100k messages is as fast. A 1M-passage archive's vector index
+# needs more (at 64 MiB it was re-read from disk on every query: vector search 56 ms instead of 28 ms at 256 MiB):
+# AGENTOS_INDEX_CACHE_MB sets it, for the price of that much more heap once the cache fills.
 METADATA_CACHE_BYTES = 32 * 1024 * 1024
-INDEX_CACHE_BYTES = 256 * 1024 * 1024
+INDEX_CACHE_BYTES = int(float(os.environ.get("AGENTOS_INDEX_CACHE_MB") or 8) * 1024 * 1024)
 # Lance file format of new tables. 2.1 reads scattered rows (a page of search results, vectors to
 # re-rank) about twice as fast as the newer default: taking 5 rows' text, tags and created_at out
 # of 1M passages took 3.4 ms instead of 8.7 ms. Tables written in another format keep working.
@@ -36,6 +45,40 @@ DATA_STORAGE_VERSION = "2.1"
 
 
 LEFTOVER_AGE_S = 60.0  # an empty table folder this old is no other process's create in progress
+
+MALLOC_ARENAS = 2  # glibc malloc arenas of a process that opens a database (see `tune_malloc`)
+MALLOC_MMAP_THRESHOLD = 256 * 1024  # larger allocations are mapped on their own, and given back when freed
+_M_ARENA_MAX = -8  # mallopt's parameter numbers
+_M_MMAP_THRESHOLD = -3
+
+
+def tune_malloc() -> None:
+    """Set glibc's malloc for a long-lived process before LanceDB starts its threads (each setting unless its
+    environment variable says otherwise). Elsewhere than glibc, nothing is done.
+
+    Arenas: glibc gives threads that allocate at the same moment arenas of their own, up to 8 per core, and memory
+    freed in an arena stays there; LanceDB's worker threads spread a process's native allocations over all of them
+    (one agent's soak grew from 267 to 533 MiB RSS over 6,000 turns; 335 MiB with two arenas). The mmap threshold:
+    glibc raises it as large blocks are freed, after which LanceDB's large buffers come from the heap and their
+    freed space stays held (20-35 MiB in a 5,000-turn soak; 2-10 MiB with the threshold kept at 256 KiB)."""
+    global _malloc_tuned
+    if _malloc_tuned:
+        return
+    _malloc_tuned = True
+    if sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
+        return
+    settings = [(_M_ARENA_MAX, MALLOC_ARENAS, "MALLOC_ARENA_MAX"),
+                (_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_")]
+    try:
+        libc = ctypes.CDLL(None)
+        for parameter, value, variable in settings:
+            if variable not in os.environ:
+                libc.mallopt(parameter, value)
+    except (OSError, AttributeError):
+        pass
+
+
+_malloc_tuned = False
 
 
 def _empty_leftover(folder: Path) -> bool:
@@ -63,11 +106,13 @@ class Database:
         self._lock = threading.RLock()
         self._failed_creates: set[str] = set()  # tables whose first commit failed in this process (a full disk)
         self._checked: set[str] = set()  # tables found to have all their committed versions (`check_writable`)
+        self._groups: dict[str, GroupCommit] = {}  # each table's appends, committed together (see `add`)
         self.reads = Reads(self._connect_async)  # searches: the async API, on agentos's own loop
 
     @property
     def connection(self) -> Any:
         if self._conn is None:
+            tune_malloc()
             import lancedb
 
             if "://" not in self.uri:
@@ -216,6 +261,7 @@ class Database:
             self._checked.discard(name)
             self._tables.pop(name, None)
             self._schemas.pop(name, None)
+            self._groups.pop(name, None)
             self.reads.forget(name)
             with storage_errors(f"drop table {name!r}"):
                 if name in self.connection.list_tables().tables:
@@ -235,18 +281,28 @@ class Database:
                 handle.checkout_latest()
             return int(handle.count_rows())
 
-    def optimize(self, name: str, cleanup_older_than: timedelta = timedelta(minutes=2)) -> bool:
-        """Compact a table and fold new rows into its indexes (a large vector table gets its vector index);
-        False when the table does not exist."""
+    def optimize(self, name: str, cleanup_older_than: timedelta = timedelta(minutes=2), *,
+                 fold_indexes: bool = True) -> bool:
+        """Compact a table, remove its versions older than `cleanup_older_than` and (`fold_indexes`) fold new rows
+        into its indexes (a large vector table gets its vector index); False when the table does not exist.
+
+        Folding rows into a full-text index rewrites the index, so it costs in proportion to the table; without it,
+        new rows stay unindexed, and searches read them as they are (see `Maintenance`)."""
         with storage_errors(f"compact {name!r}"):
             handle = self._handle(name) if self.cached(name) or name in self._table_names(name) else None
         if handle is None:
             return False
         # two compactions at once (`agentos compact` beside an agent's background maintenance): the later one retries
-        retry_conflicts(f"compact {name!r}", lambda: handle.optimize(cleanup_older_than=cleanup_older_than),
-                        handle.checkout_latest)
-        with storage_errors(f"compact {name!r}"):
-            ensure_vector_index(handle)
+        if fold_indexes:
+            retry_conflicts(f"compact {name!r}", lambda: handle.optimize(cleanup_older_than=cleanup_older_than),
+                            handle.checkout_latest)
+            with storage_errors(f"compact {name!r}"):
+                ensure_vector_index(handle)
+            return True
+        retry_conflicts(f"compact {name!r}", handle.compact_files, handle.checkout_latest)
+        with warnings.catch_warnings(), storage_errors(f"clean up {name!r}"):
+            warnings.simplefilter("ignore", DeprecationWarning)  # what optimize() does, less the indexes
+            handle.cleanup_old_versions(cleanup_older_than)
         return True
 
     def wear(self, name: str) -> Wear | None:
@@ -306,15 +362,31 @@ class Database:
                 raise
 
     def add(self, name: str, rows: list[dict[str, Any]] | pa.Table) -> None:
-        """Append rows to a table in one commit."""
+        """Append rows to a table in one commit, with the appends other threads make to it meanwhile (see
+        `GroupCommit`); returns once that commit has landed."""
         if isinstance(rows, list) and not rows:
             return
         table = self.table(name, rows.schema if isinstance(rows, pa.Table) else None)
         self.check_writable(name)
-        if isinstance(rows, pa.Table):
+        schema = self._schemas.get(name)
+        schema = schema if schema is not None else table.schema
+        if not isinstance(rows, pa.Table):
+            data = pa.Table.from_pylist(rows, schema=schema)
+        elif rows.schema.equals(schema):
             data = rows
         else:
-            schema = self._schemas.get(name)
-            data = pa.Table.from_pylist(rows, schema=schema if schema is not None else table.schema)
+            try:
+                data = rows.select(schema.names).cast(schema)  # grouped appends share the table's column order
+            except (KeyError, pa.ArrowException):
+                self._append(name, rows)  # rows of another shape: alone, so that LanceDB says what is wrong with them
+                return
+        with self._lock:
+            group = self._groups.get(name)
+            if group is None:
+                group = self._groups[name] = GroupCommit(lambda rows: self._append(name, rows))
+        group.add(data)
+
+    def _append(self, name: str, data: pa.Table) -> None:
+        """One commit of appends to table `name` (made by `GroupCommit`)."""
         with storage_errors(f"write to {name!r}"):
-            table.add(data)
+            self.table(name, data.schema).add(data)

@@ -9,6 +9,7 @@ creation give no such guarantee: of four processes creating one table at once, t
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 
 from agentos.errors import StorageError
@@ -25,6 +26,9 @@ class Directory:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # one change at a time within the process: of 16 requests of one server creating agents at once, one lost 20
+        # compare-and-set rounds in a row to the others and failed ("kept changing"); processes still race, and retry
+        self._changing = threading.Lock()
 
     def _read(self) -> tuple[int, dict[str, str]]:
         with storage_errors("read the agents directory"):
@@ -46,6 +50,10 @@ class Directory:
 
     def change(self, edit: Callable[[dict[str, str]], dict[str, str] | None]) -> bool:
         """Apply `edit` (names -> new names, or None to give up) by compare-and-set; False if it gave up."""
+        with self._changing:
+            return self._change(edit)
+
+    def _change(self, edit: Callable[[dict[str, str]], dict[str, str] | None]) -> bool:
         for _ in range(RETRIES):
             rev, names = self._read()
             changed = edit(dict(names))
