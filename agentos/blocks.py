@@ -25,6 +25,9 @@ class Block(BaseModel):
     limit: int = DEFAULT_BLOCK_LIMIT
     description: ValidText = ""
     read_only: bool = False
+    # Attached to a shared block (see `storage.shared_blocks`): its id, and the revision this copy shows.
+    shared_id: str | None = None
+    shared_rev: int = 0
 
     @field_validator("label")
     @classmethod
@@ -41,7 +44,7 @@ class Block(BaseModel):
         return max(0, len(self.value) - self.limit)
 
 
-Editor = Literal["agent", "user", "mcp"]
+Editor = Literal["agent", "user", "mcp", "shared"]  # shared: another agent, through a block they share
 
 
 class MemoryEdit(BaseModel):
@@ -53,7 +56,8 @@ class MemoryEdit(BaseModel):
     new_value: ValidText
     tool_call_id: str | None = None
     rev: int | None = None  # the agent's state revision it landed with (None until saved, and in old logs)
-    # The model through a tool, a person by hand (`agentos memory set`), or an MCP client (its name in tool_call_id).
+    # The model through a tool, a person by hand (`agentos memory set`), an MCP client (its name in tool_call_id), or
+    # another agent editing a block the two share ("shared:NAME" in tool_call_id).
     by: Editor = "agent"
 
 

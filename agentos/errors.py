@@ -39,6 +39,10 @@ class AgentDeletedError(LeaseLostError):
     """The agent was deleted while this session had it open."""
 
 
+class ForgetError(AgentOSError):
+    """A request to forget that cannot be carried out as asked (nothing named, a bad pattern, an unknown fact)."""
+
+
 class ReadOnlyAgentError(AgentOSError):
     """The agent was opened read-only and cannot change."""
 

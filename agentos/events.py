@@ -71,6 +71,16 @@ class Notice(BaseModel):
     data: dict[str, Any] = {}
 
 
+class SecretsRemoved(BaseModel):
+    """The secret gate replaced secrets by placeholders before they were stored or sent to the model again: how many
+    of each kind (`kinds`, e.g. {"OpenAI API key": 1}) and where they were ("your message", "core memory"...). What
+    this turn streamed (its reply text) is not rewritten; the secrets themselves are never in the event."""
+
+    type: Literal["secrets_removed"] = "secrets_removed"
+    kinds: dict[str, int]
+    where: list[str]
+
+
 class Retrying(BaseModel):
     """A model call failed before any output and will be tried again after a wait; sent when the wait begins and
     as it counts down (`remaining` seconds left of `wait`), so the consumer can show it or cancel the turn."""
@@ -145,6 +155,7 @@ Event = Union[
     UsageReported,
     MessagesEvicted,
     Notice,
+    SecretsRemoved,
     Retrying,
     ReplyIncomplete,
     StepSaved,

@@ -21,12 +21,16 @@ def short(text: str, limit: int = 80) -> str:
 
 
 def who_made(edit: MemoryEdit) -> str:
-    """Who made a core memory edit, in words: you, the model (and its call), or an MCP client (and its name)."""
+    """Who made a core memory edit, in words: you, the model (and its call), an MCP client (and its name), or another
+    agent sharing the block."""
     if edit.by == "user":
         return "you (by hand)"
     if edit.by == "mcp":
         client = (edit.tool_call_id or "").removeprefix("mcp:")
         return "an MCP client" + (f" ({client})" if client else "")
+    if edit.by == "shared":
+        other = (edit.tool_call_id or "").removeprefix("shared:")
+        return f"agent {other or '(unknown)'} (a shared block)"
     return "the model" + (f" ({edit.tool_call_id})" if edit.tool_call_id else "")
 
 

@@ -15,6 +15,7 @@ from agentos.events import (
     Notice,
     ReplyIncomplete,
     Retrying,
+    SecretsRemoved,
     StepSaved,
     TextDelta,
     ToolCallFinished,
@@ -23,6 +24,7 @@ from agentos.events import (
     UsageReported,
 )
 from agentos.formatting import describe_eviction, describe_failure, describe_incomplete, describe_retry, ends_session
+from agentos.memory.secret_gate import describe as describe_secrets
 
 Kind = Literal["info", "notice", "error"]
 
@@ -66,6 +68,9 @@ def event_line(event: Event) -> tuple[str, Kind] | None:
         return describe_incomplete(event), "notice"
     if isinstance(event, Notice):
         return f"! {event.text}", "notice"
+    if isinstance(event, SecretsRemoved):
+        return (f"! secret gate: {describe_secrets(event.kinds)} ({', '.join(event.where)}) replaced by a placeholder "
+                f"in what is stored and sent to the model", "notice")
     return None
 
 

@@ -34,7 +34,7 @@ from typing import Literal
 # "__init__" is agentos/__init__.py itself.
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["version", "text", "errors", "messages", "message_cache", "times", "events", "config", "blocks",
-              "pager"]),                                                          # L0
+              "pager", "actors"]),                                                # L0
     ("providers and tools", ["providers", "tools", "tokens"]),                     # L1 (tokens: counted per model)
     ("storage and embedders", ["storage", "embedders"]),                           # L2
     ("retrieval", ["retrieval"]),                                                  # L3

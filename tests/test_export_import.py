@@ -85,8 +85,11 @@ def test_an_exported_agent_comes_back_exactly_in_another_home(tmp_path: Path) ->
     assert again.state.snapshot().model_dump() == {**before_state, "id": again.id, "unlogged_edits": []}
     rows = table_rows(source, agent_id)
     assert set(rows) == {"messages", "memory_edits", "archival_ID", "recall_vectors_ID", "recall_exchanges_ID",
-                         "restore_points_ID"}
-    assert rows == table_rows(target, again.id)  # every row of every table: messages, edits, passages, vectors
+                         "restore_points_ID", "audit_log"}
+    copied = table_rows(target, again.id)
+    assert [r["what"] for r in copied["audit_log"] if r not in rows["audit_log"]] == ["import"]  # and the import itself
+    copied["audit_log"] = [r for r in copied["audit_log"] if r["what"] != "import"]
+    assert rows == copied  # every row of every table: messages, edits, passages, vectors, the audit log
     assert [e.by for e in again.memory_edits()] == ["agent", "user"]
     assert "Miso" in again.tier(ArchivalTier).search("cat Miso").hits[0].text
     assert list(again.turn("do you remember me?"))[-1].type == "turn_finished"
@@ -185,8 +188,8 @@ def test_a_failure_part_way_through_an_import_leaves_nothing_behind(tmp_path: Pa
         import_agent(target, path)
     monkeypatch.undo()
     assert target.agent_rows() == {}
-    assert sorted(target.db.connection.list_tables().tables) == ["agents", "memory_edits", "messages"]
-    assert target.db.table("messages").count_rows() == 0 and target.db.table("memory_edits").count_rows() == 0
+    assert sorted(target.db.connection.list_tables().tables) == ["agents", "audit_log", "memory_edits", "messages"]
+    assert all(target.db.table(name).count_rows() == 0 for name in ("messages", "memory_edits", "audit_log"))
     assert import_agent(target, path).name == "ada"  # and the same file imports once there is room
 
 

@@ -268,7 +268,8 @@ def test_a_v2_team_maps_approvals_parallel_results_reasoning_and_unanswered_call
     for said in ("approval responses (1)", "reasoning (parts: 2)", "images (1)", 'tool "check_service": a custom tool',
                  "multi-agent group group-0 (round_robin: alpha, beta)"):
         assert any(said in line for line in alpha.not_imported), said
-    assert "blocks shared with other agents of the file are copied, so edits no longer reach them: team_notes" in alpha.notes
+    assert ("blocks shared with other agents imported from the file stay shared (an edit by one is seen by the others): "
+            "team_notes") in alpha.notes
     beta_messages, _ = history(store, "beta")
     assert shape(beta_messages)[2] == ("tool", "Error: this tool call was cancelled before it finished.", [], "toolu_c",
                                        "conversation_search", True)

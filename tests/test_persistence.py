@@ -95,6 +95,20 @@ def test_unknown_agent_lists_existing_ones() -> None:
     assert str(err.value) == 'no agent named "gamma". Existing agents: alpha, beta. Create one with: agentos new gamma'
 
 
+def test_an_unknown_agent_among_many_names_a_few_and_reads_no_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server's 404 lists the caller's agents: hundreds of them once read every agent's state for each 404."""
+    import agentos.agent.directory as directory
+    from agentos.storage.agent_rows import AgentRows
+
+    for name in ("alpha", "beta", "delta"):
+        Agent.create(name, provider=ScriptedProvider([]))
+    monkeypatch.setattr(directory, "NAMES_SHOWN", 2)
+    monkeypatch.setattr(AgentRows, "_state", lambda *a: pytest.fail("a state was read to list names"))
+    with pytest.raises(AgentNotFoundError) as err:
+        Agent.load("gamma")
+    assert str(err.value).startswith('no agent named "gamma". Existing agents: alpha, beta, and 1 more (agentos list).')
+
+
 def test_list_and_delete() -> None:
     a = Agent.create("alpha", provider=ScriptedProvider(["x"]))
     Agent.create("beta", provider=ScriptedProvider([]))

@@ -160,6 +160,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", P + "/blocks/{label}"): lambda c, t: c.get(f"/api/agents/{t.name}/blocks/human"),
     ("PUT", P + "/blocks/{label}"): lambda c, t: c.put(f"/api/agents/{t.name}/blocks/human", json={"value": "mine"}),
     ("GET", P + "/memory-edits"): lambda c, t: c.get(f"/api/agents/{t.name}/memory-edits"),
+    ("GET", P + "/audit"): lambda c, t: c.get(f"/api/agents/{t.name}/audit"),
     ("POST", P + "/archival"): lambda c, t: c.post(f"/api/agents/{t.name}/archival", json={"text": "planted"}),
     ("GET", P + "/archival"): lambda c, t: c.get(f"/api/agents/{t.name}/archival"),
     ("GET", P + "/archival/search"): lambda c, t: c.get(f"/api/agents/{t.name}/archival/search", params={"query": A}),
@@ -177,6 +178,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", P + "/restore-points"): lambda c, t: c.get(f"/api/agents/{t.name}/restore-points"),
     ("POST", P + "/rewind"): lambda c, t: c.post(f"/api/agents/{t.name}/rewind", json={"to": 0}),
     ("POST", P + "/rewind/undo"): lambda c, t: c.post(f"/api/agents/{t.name}/rewind/undo"),
+    ("POST", P + "/forget"): lambda c, t: c.post(f"/api/agents/{t.name}/forget", json={"all": True}),
     # Letta's /v1 routes, which address an agent by its id
     ("GET", L): lambda c, t: c.get(f"/v1/agents/{t.agent_id}"),
     ("PATCH", L): lambda c, t: c.patch(f"/v1/agents/{t.agent_id}", json={"name": "taken"}),

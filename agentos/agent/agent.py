@@ -26,6 +26,7 @@ from agentos.agent.directory import (
     rename_agents,
     store_of,
 )
+from agentos.agent.forgetting import ForgetPlan
 from agentos.agent.history import RestorePoint, Rewound
 from agentos.agent.paging import Pager
 from agentos.agent.prompts import PromptRenderer
@@ -47,11 +48,13 @@ from agentos.errors import DamageWarning, WindowWarning
 from agentos.events import Event, Notice, StepSaved
 from agentos.memory.facts.reports import ConsolidationReport
 from agentos.memory.facts.tier import FactTier
+from agentos.memory.forget_request import ForgetRequest
 from agentos.memory.tier import Progress, Tier
 from agentos.memory.tiers import Tiers
 from agentos.messages import Message, Usage
 from agentos.providers.base import ModelRequest, Provider
 from agentos.storage import Store
+from agentos.storage.audit import read
 from agentos.storage.lease import Lease
 from agentos.tools.context import ToolContext
 from agentos.tools.decorator import Tool
@@ -99,6 +102,7 @@ class Agent:
                                     with_model=with_model)
         lease = Lease(agent_id=state.id, name=name)
         agent = cls(TurnState(state, []), store, provider, tools, lease)
+        agent.state.screen_blocks()  # the blocks it starts with are stored without secrets too
         store.create_agent(name, state.id, agent.state.snapshot().model_dump_json(), lease)
         agent.add_restore_point("(created)")
         agent._warn_about_window()
@@ -348,6 +352,10 @@ class Agent:
         """The core memory edit log, oldest first: every saved edit (the log is written a step behind the state)."""
         return self.session.memory_edits()
 
+    def note_read(self, what: str, count: int, target: str = "", detail: str = "") -> None:
+        """Audit a read of this agent's memory made for whoever acts now: an API key, an MCP client (`Session.note`)."""
+        self.session.note(read(what, count, target, detail))
+
     # -- storage -------------------------------------------------------------------------------
 
     def check_writable(self) -> None:
@@ -370,6 +378,10 @@ class Agent:
     def add_restore_point(self, label: str) -> None:
         """Save, and keep the saved state as a point to rewind to (turns add theirs as they end)."""
         self.session.add_restore_point(label)
+
+    def forget(self, request: ForgetRequest, *, dry_run: bool = False) -> ForgetPlan:
+        """Forget what `request` names in every tier, or (`dry_run`) only say what that would take out."""
+        return self.session.plan_forget(request) if dry_run else self.session.forget(request)
 
     def rewind(self, turn: int) -> Rewound:
         """Go back to restore point `turn`: blocks, context, summary and counters as they were then.

@@ -74,10 +74,15 @@ def _close_at_exit(store: Store) -> None:
         print(f"agentos: could not release the agents this process held: {exc}", file=sys.stderr)
 
 
+NAMES_SHOWN = 20  # an unknown name's error lists at most this many agents
+
+
 def not_found(name: str, store: Store) -> AgentNotFoundError:
     """The error for an agent the directory does not name, listing the ones it does."""
-    names = [] if is_empty(store) else sorted(store.agent_rows())
-    existing = ", ".join(names) if names else "none yet"
+    names = [] if is_empty(store) else sorted(store.agents.directory.names())  # names only: no state is read
+    shown = names[:NAMES_SHOWN] + ([f"and {len(names) - NAMES_SHOWN} more (agentos list)"]
+                                   if len(names) > NAMES_SHOWN else [])
+    existing = ", ".join(shown) if names else "none yet"
     lost = 0 if is_empty(store) else store.lost_versions("agents")
     if lost:
         return AgentNotFoundError(
@@ -164,7 +169,8 @@ def open_saved(name: str, store: Store, *, read_only: bool) -> Opened:
         messages = store.get_messages(state.id, state.in_context_ids)
         if state.message_count:  # recall memory is counted from what is stored (see `AgentState.recall_count`)
             stored = store.count_messages(state.id, below=state.message_count)
-            state.unreadable_messages = max(0, state.message_count - state.lost_messages - stored)
+            forgotten = state.forgotten_below(state.message_count)
+            state.unreadable_messages = max(0, state.message_count - state.lost_messages - forgotten - stored)
         return Opened(state, messages, lease)
     except BaseException:
         if lease is not None:

@@ -15,7 +15,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentos.agent.context import repair_context
+from agentos.agent.forgetting import ForgetPlan, carry_out, plan_forget, resume_forget
 from agentos.agent.history import RestorePoint, RestorePoints, Rewound, point_row
+from agentos.agent.shared_link import SharedLink
 from agentos.agent.state import AgentSettings, AgentState
 from agentos.agent.turn_state import TurnState
 from agentos.blocks import MemoryEdit
@@ -23,11 +25,13 @@ from agentos.config import data_home
 from agentos.embedders.resolve import resolve_embedder
 from agentos.errors import AgentDeletedError, AgentOSError, ConfigError, LeaseLostError, ReadOnlyAgentError
 from agentos.events import Event, Notice, StepSaved
+from agentos.memory.forget_request import ForgetRequest
 from agentos.memory.news import News
 from agentos.memory.tier import Progress, Tier
 from agentos.memory.tiers import Tiers, delete_tiers
 from agentos.messages import Message, utc_now
 from agentos.storage import Store
+from agentos.storage.audit import AuditEntry, change
 from agentos.storage.lease import Lease
 from agentos.tools.decorator import Tool
 from agentos.tools.mcp.toolbox import McpToolbox
@@ -52,6 +56,9 @@ class Session:
         self._links = links
         self._extra_tools = list(tools)
         self.mcp: McpToolbox | None = None
+        state.link_shared(SharedLink(store.shared))
+        if lease is None:
+            state.refresh_shared()  # shown as they are now (a writer takes them in once it is repaired)
         self.open_tiers()
 
     @property
@@ -78,7 +85,8 @@ class Session:
         self.tiers = Tiers(self.store.db, self.id, self.state.settings.embedder, writable=not self.read_only,
                            guard=self.check_writable, on_write=self.store.touched, settings=lambda: self.state.settings,
                            read_messages=lambda first, end: self.store.messages_between(self.id, first, end),
-                           announce=self.news.tell, committed=lambda: self.saved_messages, **self._links)
+                           announce=self.news.tell, committed=lambda: self.saved_messages, audit=self.note,
+                           **self._links)
         self._open_mcp()
         offered = self.mcp.tools if self.mcp is not None else []
         self.tools = ToolRegistry([*core_memory_tools(), *self.tiers.tools(), *self._extra_tools, *offered],
@@ -192,6 +200,10 @@ class Session:
         self.state.logged(unlogged)  # so that closing does not log them a second time
         self.history.forget_unlanded(self.state.rev)  # points of steps that never landed
         self.saved_messages = self.state.message_count
+        cut_short = resume_forget(self)
+        if cut_short is not None:  # a forget a crash cut short: carried out to its end now
+            self.forget(cut_short)
+        self.state.refresh_shared()  # what other agents changed in the blocks it shares with them
 
     def save(self, restore_point: str | None = None) -> StepSaved | None:
         """Commit what changed since the last save, as one step; None when nothing did. With `restore_point` (the
@@ -205,13 +217,14 @@ class Session:
         assert self.lease is not None
         earlier = state.unlogged()  # edits of saved states: logged while this step is written
         step, snapshot, ids = state.prepare_save(self.tiers.after_step)
+        audit = state.take_audit()
         state_json = snapshot.model_dump_json()  # once per save: the point below reuses it when it can
         if restore_point is not None:  # a retried step may carry an earlier turn's point too: the newest one counts
             self.history.open()
             step.add(self.history.table_name, [point_row(snapshot, step.rev, utc_now(), restore_point, step.id,
                                                          state_json=state_json)])
         try:
-            rev, logged = self.store.write_step(self.id, self.lease, step, state_json, earlier)
+            rev, logged = self.store.write_step(self.id, self.lease, step, state_json, earlier, audit)
         except AgentDeletedError:
             self.store.purge(self.id)  # what this step wrote before it found out
             delete_tiers(self.store.db, self.id)
@@ -262,6 +275,17 @@ class Session:
         self.state.add_history(list(messages), in_context)
         return self.save()
 
+    def note(self, entry: AuditEntry) -> None:
+        """Keep an audit entry: a read while a save is pending (the model's, mid-turn) goes with that save, anything
+        else is written now. Reads by the local user (a command, the TUI, a program) are not kept; they may be many,
+        and a read-only command writes nothing."""
+        if entry.action == "read" and entry.by.kind == "user":
+            return
+        if entry.action == "read" and not self.read_only and self.state.has_changes:
+            self.state.note(entry)
+        else:
+            self.store.audit.record(self.id, [entry])
+
     def memory_edits(self) -> list[MemoryEdit]:
         """The core memory edit log, oldest first: every saved edit (the log is written a step behind the state)."""
         logged = self.store.memory_edits(self.id)
@@ -277,6 +301,22 @@ class Session:
         self.save()
         self.check_writable()
         self.history.add(point_row(self.state.snapshot(), self.state.rev, utc_now(), label))
+
+    def plan_forget(self, request: ForgetRequest) -> ForgetPlan:
+        """What `request` would take out of every tier (nothing changes; a read-only session may ask)."""
+        return plan_forget(self, request)
+
+    def forget(self, request: ForgetRequest) -> ForgetPlan:
+        """Take what `request` reaches out of every tier, the state, the restore points and the tables' older
+        versions (see `agent.forgetting`); what went. A crash part-way is finished by the next open."""
+        self.check_writable()
+        self.save()
+        self.stop_background()  # nothing may write what is being taken out meanwhile
+        plan = plan_forget(self, request)
+        carry_out(self, plan)
+        self.open_tiers()  # the tiers' tables were written anew under them
+        self.note(change("forget", plan.rows, target=request.kind, detail=f"forgotten: {plan.rows} rows"))
+        return plan
 
     def rewind(self, turn: int) -> Rewound:
         """Go back to restore point `turn` (see `Agent.rewind`)."""
@@ -302,6 +342,8 @@ class Session:
             self.tiers.discard(later)
             self.store.discard_messages(self.id, later)
         removed = self.tiers.rewind(point.at)
+        self.note(change("rewind", len(later), target=f"point {turn}",
+                         detail=f"{len(edits)} block change(s), {sum(removed.values())} item(s) taken back"))
         return Rewound(point=point, messages=len(later), edits=len(edits), items=removed)
 
     def reindex(self, spec: str, progress: Progress | None = None) -> dict[str, int]:

@@ -12,6 +12,7 @@ from agentos.agent.prompts import PromptSet
 from agentos.blocks import Block, MemoryEdit
 from agentos.errors import InvalidNameError
 from agentos.memory.facts.settings import FactSettings
+from agentos.memory.secret_gate import check_pattern
 from agentos.messages import new_id, utc_now
 from agentos.retrieval.recall_paths import DEFAULT_PATHS, FORMER_DEFAULTS
 from agentos.text import ValidText
@@ -86,6 +87,15 @@ class AgentSettings(BaseModel):
     search: SearchSettings = Field(default_factory=SearchSettings)
     tiers: dict[str, dict[str, Any]] = Field(default_factory=dict)  # a plugged-in tier's settings, by tier name
     mcp_servers: list[McpServerSpec] = Field(default_factory=list)  # MCP servers whose tools the agent may call
+    # The secret gate (memory.secret_gate): secrets become placeholders before anything is stored or sent to the
+    # model again; `secret_patterns` are regular expressions of the agent's own secrets, caught as well.
+    secret_gate: bool = True
+    secret_patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("secret_patterns")
+    @classmethod
+    def _usable_patterns(cls, patterns: list[str]) -> list[str]:
+        return [check_pattern(p) for p in patterns]
 
     @field_validator("mcp_servers")
     @classmethod
@@ -125,9 +135,15 @@ class AgentState(BaseModel):
     # Edits saved with the state but not yet (known to be) in the memory_edits log; whoever opens the
     # agent next writes any that are missing, so a crash between the two writes loses none.
     unlogged_edits: list[MemoryEdit] = Field(default_factory=list)
+    forgotten: list[list[int]] = Field(default_factory=list)  # seq ranges [start, end) of messages forgotten on request
+
+    def forgotten_below(self, limit: int) -> int:
+        """How many messages of seq below `limit` were forgotten on request."""
+        return sum(max(0, min(end, limit) - start) for start, end, *_ in self.forgotten)
 
     @property
     def recall_count(self) -> int:
         """The messages in recall memory: those saved, less those damage destroyed or left unreadable. The one count
         `show`, the prompt's metadata and `doctor` report."""
-        return max(0, self.message_count - self.lost_messages - self.unreadable_messages)
+        return max(0, self.message_count - self.lost_messages - self.unreadable_messages
+                   - self.forgotten_below(self.message_count))

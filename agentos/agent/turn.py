@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
+from agentos.actors import acting_as
 from agentos.agent.paging import Pager
 from agentos.agent.requests import RequestBuilder, pager_view
 from agentos.agent.text_calls import CallWatch
@@ -23,6 +24,7 @@ from agentos.events import (
     Notice,
     ReplyIncomplete,
     Retrying,
+    SecretsRemoved,
     StepSaved,
     TextDelta,
     ToolCallFinished,
@@ -31,6 +33,7 @@ from agentos.events import (
     TurnFinished,
     UsageReported,
 )
+from agentos.memory.secret_gate import describe as describe_secrets
 from agentos.messages import Message, ToolCall, Usage
 from agentos.providers.base import (
     ModelRequest,
@@ -87,6 +90,14 @@ def _call_key(call: ToolCall) -> tuple[str, str]:
         return call.name, json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
     except (ValueError, RecursionError):  # not JSON, or nested too deeply to read: compared as written
         return call.name, call.arguments
+
+
+def _told(result: str, removed: dict[str, int]) -> str:
+    """A tool's result, telling the model what the secret gate kept out of the memory the call wrote."""
+    if not removed:
+        return result
+    return (f"{result}\n(The secret gate stored {describe_secrets(removed)} of this call as a placeholder; the secret "
+            f"itself was not kept.)")
 
 
 def _by(edit: MemoryEdit, by: Editor) -> MemoryEdit:
@@ -152,7 +163,8 @@ class Turn:
             return ToolOutcome(f"Error: this exact call was already made in this turn, and it worked: "
                                f"{before.text[:200]}. Do not repeat it: reply to the user now, in plain words.",
                                is_error=True)
-        return self.tools.execute(call, ToolContext(memory=TurnMemory(self, call.id), call_id=call.id))
+        with acting_as("model", f"{call.name} {call.id}"):  # what the call reads or changes is the model's doing
+            return self.tools.execute(call, ToolContext(memory=TurnMemory(self, call.id), call_id=call.id))
 
     def run(self, text: str) -> Generator[Event, None, None]:
         """Run the turn and yield its events.
@@ -171,13 +183,16 @@ class Turn:
             return
         provider = self.provider
         owner = self.state
-        user = Message.user(text)
+        owner.secrets.take()  # what the gate removed outside a turn (a block set by hand) was told of there
+        user = owner.screened(Message.user(text))  # a secret in it never reaches the model, nor storage
+        yield from self._seen_shared()
         first = self.requests.build(owner, pending=[user])
         too_large = self.pager.preflight(first, owner.calibration)
         if too_large:
             yield TurnFailed(error=f"{too_large} {self.window_hint}".strip(), kind="ContextOverflowError", steps=0)
             return
         owner.append(user)
+        yield from self._secrets_told()
         settings = owner.settings
         total = Usage()
         done: dict[tuple[str, str], ToolOutcome] = {}  # the calls that edited memory this turn, by name and arguments
@@ -186,6 +201,9 @@ class Turn:
         try:
             while steps < settings.max_steps:
                 steps += 1
+                seen = self._seen_shared() if steps > 1 else []  # other agents' edits of blocks shared with them
+                yield from seen
+                request = None if seen else request
                 request = request or self.requests.build(owner)
                 decision = self.pager.before_call(pager_view(owner, request))
                 owner.set_alerted(decision.alerted)
@@ -238,6 +256,7 @@ class Turn:
                             if rest:
                                 yield TextDelta(text=rest)
                             owner.append(Message.assistant("".join(parts) + CUT_OFF_MARK))
+                            yield from self._secrets_told()
                             yield ReplyIncomplete(reason="disconnected", detail="the reply was cut off; what arrived "
                                                   "is kept, marked as cut off")  # why: the failure that follows
                         yield failure(exc, steps)
@@ -259,8 +278,10 @@ class Turn:
                     yield ReplyIncomplete(reason=stop, detail=INCOMPLETE[stop])
                 for call in calls:
                     yield ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments)
+                    mark = owner.secrets.mark()
                     outcome = self._run(call, done)
-                    owner.append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
+                    result = owner.append(Message.tool_result(call, _told(outcome.text, owner.secrets.since(mark)),
+                                                              is_error=outcome.is_error))
                     edits = owner.take_edit_reports()
                     if edits:
                         done[_call_key(call)] = outcome  # the same edit again in this turn is not made
@@ -268,7 +289,9 @@ class Turn:
                         yield MemoryEdited(
                             label=edit.label, old_value=edit.old_value, new_value=edit.new_value, tool_call_id=call.id
                         )
-                    yield ToolCallFinished(call_id=call.id, name=call.name, result=outcome.text, is_error=outcome.is_error)
+                    yield ToolCallFinished(call_id=call.id, name=call.name, result=result.content,
+                                           is_error=outcome.is_error)
+                yield from self._secrets_told()
                 try:
                     saved = self.save(None if calls else user.content)  # a finished turn is a restore point
                 except AgentOSError as exc:
@@ -293,6 +316,16 @@ class Turn:
                     pass  # this session may not write the agent any more; the turn already said why
                 except AgentOSError:
                     pass  # kept in memory; the next save writes it
+
+    def _seen_shared(self) -> list[MemoryEdited]:
+        """Take in other agents' edits of the blocks this agent shares with them; an event for each."""
+        return [MemoryEdited(label=e.label, old_value=e.old_value, new_value=e.new_value)
+                for e in self.state.refresh_shared()]
+
+    def _secrets_told(self) -> list[SecretsRemoved]:
+        """The event telling what the secret gate removed since it last told (none when nothing was)."""
+        removed = self.state.secrets.take()
+        return [removed] if removed is not None else []
 
     def _apply(self, compaction: Compaction) -> Event:
         """Apply a compaction the pager planned; its event."""

@@ -8,6 +8,7 @@ import importlib
 import os
 import sys
 
+from agentos.actors import acting_as
 from agentos.cli.parser import build_parser
 from agentos.commands.spec import Command
 from agentos.errors import AgentOSError, show_damage_warnings
@@ -28,10 +29,13 @@ def tolerant_streams() -> None:
 
 
 def run(command: Command, args: argparse.Namespace) -> int:
-    """Run one command of the table: a CLI command on its arguments, an agent command on the agent named."""
-    if command.opens:
-        return int(importlib.import_module("agentos.cli.running").run_on_agent(command, args))
-    return int(command.run()(args))
+    """Run one command of the table: a CLI command on its arguments, an agent command on the agent named (the user
+    acting, for the audit log, as `agentos COMMAND ACTION`)."""
+    words = [getattr(args, "command", None) or command.name, getattr(args, "action", None)]
+    with acting_as("user", " ".join(["agentos", *(w for w in words if isinstance(w, str))])):
+        if command.opens:
+            return int(importlib.import_module("agentos.cli.running").run_on_agent(command, args))
+        return int(command.run()(args))
 
 
 def main(argv: list[str] | None = None) -> int:

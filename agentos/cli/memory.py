@@ -13,6 +13,7 @@ from agentos.errors import AgentOSError, ToolError
 from agentos.formatting import block_header, who_made
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.recall import RecallTier
+from agentos.memory.secret_gate import describe, removed_between
 from agentos.retrieval.page import format_page
 from agentos.retrieval.recall_paths import MATCHING_PATHS
 from agentos.times import date_range
@@ -54,6 +55,8 @@ def _archival(agent: Any, archival: Any, args: argparse.Namespace) -> int:
             print(f"Stored {len(done.ids)} passage(s): {', '.join(done.ids)}")
         if done.duplicates:
             print(f"Already stored, skipped: {', '.join(dict.fromkeys(done.duplicates))}")
+        if done.secrets:
+            print(secrets_line(done.secrets, agent.name))
     elif args.action in ("search", "list"):
         start, end = _dates(args)
         query = args.query if args.action == "search" else ""
@@ -64,6 +67,12 @@ def _archival(agent: Any, archival: Any, args: argparse.Namespace) -> int:
             raise AgentOSError(f"no archival passage {args.id!r} in agent {args.name!r}.")
         print(f"Deleted {args.id}; {archival.count()} passage(s) left.")
     return 0
+
+
+def secrets_line(removed: dict[str, int], name: str) -> str:
+    """What the secret gate kept out of what was stored, for people."""
+    return (f"The secret gate stored {describe(removed)} as a placeholder; the secret itself was not kept "
+            f"(agentos secrets {name} off turns the gate off).")
 
 
 def read_value(raw: str) -> str:
@@ -94,6 +103,9 @@ def cmd_memory_set(args: argparse.Namespace) -> int:
         edit = agent.set_block(args.label, value)
         print(f"Set block \"{edit.label}\": {len(edit.old_value):,} -> {len(edit.new_value):,} characters "
               f"(logged as your edit).")
+        removed = removed_between(value, edit.new_value)
+        if removed:
+            print(secrets_line(removed, agent.name))
         print(block_header(agent.block(edit.label)))
         cut = next((c for c in agent.prompts.cuts(agent.blocks) if c.label == edit.label), None)
         if cut is not None:

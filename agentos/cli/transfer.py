@@ -37,9 +37,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     path = Path(args.output or f"{args.name}{'.af' if kind == 'af' else SUFFIX}").expanduser()
     if path.exists() and not args.force:
         raise AgentOSError(f"{path} already exists; pass --force to overwrite it, or -o to write elsewhere.")
+    also = getattr(args, "also", None) or []
+    if also and kind != "af":
+        raise AgentOSError("an agentos export holds one agent; --with is for Letta agent files (--format af).")
     if kind == "af":
-
-        for line in export_af(open_store(), args.name, path).lines():
+        for line in export_af(open_store(), args.name, path, also).lines():
             print(line)
         return 0
     report = export_agent(open_store(), args.name, path, progress=transfer_progress)
@@ -84,6 +86,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"  context window: {args.window:,} tokens (given on import)")
     for line in report.skipped:
         print(f"  not imported: {line}")
+    for note in report.notes:
+        print(f"  {note}")
     print(f"Chat with it: agentos chat {report.name}")
     return 0
 

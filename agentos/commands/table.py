@@ -14,6 +14,8 @@ EVERYWHERE: frozenset[Where] = frozenset({"cli", "slash", "palette"})
 AGENTS = "agentos.cli.agents:"
 SESSIONS = "agentos.cli.sessions:"
 MEMORY = "agentos.cli.memory:"
+BLOCKS = "agentos.cli.blocks:"
+SECRETS = "agentos.cli.secret_gate:"
 FACTS = "agentos.cli.facts:"
 FACT_SETTINGS = "agentos.cli.fact_settings:"
 TRANSFER = "agentos.cli.transfer:"
@@ -105,6 +107,16 @@ MEMORY_COMMANDS = (
                             Arg("--last", type="count", default=0, help="only the last N edits (0: all)"),
                         )),
             )),
+    Command("blocks", "blocks several agents share: share one, detach one, list them", actions=(
+        Command("share", "give agent --to the block LABEL of agent --from; an edit by either is seen by both",
+                BLOCKS + "cmd_share", args=(Arg("label"), Arg("--from", dest="source", required=True, metavar="NAME"),
+                                            Arg("--to", dest="target", required=True, metavar="NAME"),
+                                            Arg("--replace", action="store_true", help="replace a block --to has"))),
+        Command("detach", "stop an agent sharing block LABEL (it keeps a copy of its own)", BLOCKS + "cmd_detach",
+                args=(Arg("label"), Arg("--from", dest="name", required=True, metavar="NAME"))),
+        Command("list", "shared blocks and the agents using each (only NAME's, given one)", BLOCKS + "cmd_list",
+                args=(Arg("name", nargs="?"),)),
+    )),
     Command("archival", "add, search, list or delete archival passages", MEMORY + "cmd_archival", args=(NAME,),
             description="add, search, list or delete an agent's archival passages", actions=(
                 Command("add", "store text (chunked; duplicates skipped)", args=(
@@ -122,6 +134,19 @@ MEMORY_COMMANDS = (
                     *SINCE_UNTIL, *PAGING,
                 ), where=CLI_PALETTE, title="Search recall memory",
                     palette_help="Every message, in context or not; jump to one"),
+            )),
+    Command("secrets", "the secret gate: what keeps API keys, passwords and card numbers out of memory", args=(NAME,),
+            description="an agent's secret gate: API keys, private keys, passwords given as such, card numbers and "
+                        "your own patterns are replaced by a placeholder before anything is stored or sent to the "
+                        "model again (on by default)", actions=(
+                Command("show", "whether the gate is on, and your patterns", SECRETS + "cmd_show"),
+                Command("on", "turn the gate on (the default)", SECRETS + "cmd_on"),
+                Command("off", "turn the gate off: secrets are stored and sent as they are", SECRETS + "cmd_off"),
+                Command("add", "catch your own secrets too: a regular expression (only its group named secret is "
+                               "removed, when it has one)", SECRETS + "cmd_add", args=(Arg("pattern"),)),
+                Command("remove", "stop catching one of your patterns", SECRETS + "cmd_remove", args=(Arg("pattern"),)),
+                Command("check", "show what the gate would remove from a text (nothing is stored)",
+                        SECRETS + "cmd_check", args=(Arg("text", help="the text, @FILE, or - to read stdin"),)),
             )),
     Command("reindex", "re-embed an agent's memory with another embedder", MEMORY + "cmd_reindex",
             description="re-embed archival passages and recall messages with another embedder", args=(
@@ -189,6 +214,8 @@ TRANSFER_COMMANDS = (
         Arg("--format", choices=["agentos", "af"],
             help="agentos (everything, the default) or af (a Letta Agent File; default for -o FILE.af)"),
         Arg("--force", action="store_true", help="overwrite the file if it exists"),
+        Arg("--with", dest="also", action="append", metavar="NAME",
+            help="af: another agent in the same file (the blocks they share are written once); repeatable"),
     ), where=CLI_PALETTE, title="Export agent", palette_help="Write everything to one .agentos file"),
     Command("import", "restore an agent from an agentos export or a Letta Agent File (.af)", TRANSFER + "cmd_import",
             args=(
@@ -216,6 +243,31 @@ HISTORY_COMMANDS = (
     Command("history", "list an agent's restore points (one per turn)", HISTORY + "cmd_history",
             description="list an agent's restore points: its creation, then the end of each turn", args=(
                 NAME, Arg("--last", type="count", default=20, help="only the last N points (0: all; default 20)"))),
+    Command("forget", "forget text, a fact, a period or everything an agent learnt, in every tier, for good",
+            "agentos.cli.forget:cmd_forget", description="remove every trace of what is named from every tier "
+            "(messages, archival, facts, blocks, the summary, the edit log, restore points, rewind copies) and from "
+            "older table versions; it shows what will go and asks first", args=(
+                NAME,
+                Arg("--text", help="forget every message, passage, fact and block line containing this (any case)"),
+                Arg("--regex", metavar="PATTERN", help="the same, for text matching this regular expression"),
+                Arg("--fact", metavar="ID", help="forget one fact and its other versions"),
+                Arg("--before", metavar="DATE", help="forget what was said or stored before this date"),
+                Arg("--between", nargs=2, metavar="DATE", help="forget what was said or stored between "
+                    "two dates (the second one's day included)"),
+                Arg("--all", action="store_true", help="forget everything the agent learnt (its name, settings and "
+                    "persona stay)"),
+                Arg("--yes", action="store_true", help="do not ask for confirmation"),
+                Arg("--dry-run", action="store_true", help="only show what would be forgotten"),
+                Arg("--check", action="store_true", help="then search every file and table version under the "
+                    "data home for the --text, and say where it still is (nowhere, unless other agents hold it)"),
+            )),
+    Command("audit", "who read or changed an agent's memory, and when (newest last)", "agentos.cli.audit:cmd_audit",
+            description="an agent's audit log, newest last: every change of its memory, and every read of it by the "
+                        "model, an API key or an MCP client; when, who, what and how much, never what it says", args=(
+                NAME, Arg("--since", metavar="WHEN", help="only entries since then: YYYY-MM-DD, an ISO time, or a "
+                                                          "duration back from now (30m, 2h, 3d, 1w)"),
+                Arg("--limit", type="count", default=0, metavar="N", help="only the last N entries (0: all)"),
+                Arg("--json", action="store_true", help="one JSON object per entry and line"))),
     Command("rewind", "go back to a restore point (a copy of the agent is kept; --undo)", HISTORY + "cmd_rewind",
             description="restore an agent's blocks, context, summary, counters and archival memory to a restore "
                         "point; the agent as it was is kept as a copy, which --undo puts back", args=(

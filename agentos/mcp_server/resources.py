@@ -47,7 +47,9 @@ def read(agent: Agent, uri: str) -> str:
     prefix = block_uri(agent.name, "")
     if uri.startswith(prefix):
         label = uri[len(prefix):]
-        return agent.block(label).value
+        value = agent.block(label).value
+        agent.note_read("core memory", 1, target=label)
+        return value
     raise AgentOSError(f"no resource {uri}: this server has {', '.join(r.uri for r in listed(agent))}")
 
 
@@ -56,6 +58,7 @@ def _facts_text(agent: Agent) -> str:
     if not tier.in_use:
         return f'Agent "{agent.name}" has no fact memory (turn it on with: agentos facts {agent.name} on).'
     facts = tier.listing()[:FACTS_SHOWN]
+    agent.note_read("facts", len(facts))
     if not facts:
         return "No facts yet."
     return "\n".join(f"- {f.text} ({f.subject}, since {f.valid_from:%Y-%m-%d}, {f.id})" for f in facts)

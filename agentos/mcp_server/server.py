@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentos.actors import acting_as
 from agentos.errors import AgentOSError
 from agentos.mcp_server import resources, tools
 from agentos.mcp_server.gate import MemoryGate, Saved
@@ -59,8 +60,9 @@ class MemoryServer:
             why = " (this server is read-only)" if self.read_only and name in (*tools.WRITES, "remember") else ""
             answer = tools.Answer(f'no tool "{name}"{why}; the tools are: {known}.', is_error=True)
         else:
-            answer = await self._anyio.to_thread.run_sync(
-                lambda: tools.call(self.gate, tool, arguments, _client_name(ctx)))
+            with acting_as("mcp", f"mcp client {_client_name(ctx)}"):  # reaches the worker thread: its context is copied
+                answer = await self._anyio.to_thread.run_sync(
+                    lambda: tools.call(self.gate, tool, arguments, _client_name(ctx)))
             if tool.writes:
                 await self.announce_changes()
         return t.CallToolResult(content=[t.TextContent(type="text", text=answer.text)], is_error=answer.is_error)
@@ -75,7 +77,8 @@ class MemoryServer:
         t = self._types
         uri = str(params.uri)
         try:
-            text = await self._anyio.to_thread.run_sync(lambda: self.gate.read(lambda a: resources.read(a, uri)))
+            with acting_as("mcp", f"mcp client {_client_name(ctx)}"):
+                text = await self._anyio.to_thread.run_sync(lambda: self.gate.read(lambda a: resources.read(a, uri)))
         except AgentOSError as exc:
             from mcp.shared.exceptions import MCPError
 

@@ -78,6 +78,7 @@ def _own_tool(agent: Agent, name: str, arguments: dict[str, Any], client: str) -
 
 def _blocks(agent: Agent, label: str | None) -> Answer:
     blocks = [agent.block(label)] if label else agent.blocks
+    agent.note_read("core memory", len(blocks), target=label or "")
     return Answer(json.dumps([{"label": b.label, "value": b.value, "chars": len(b.value), "limit": b.limit,
                                "read_only": b.read_only} for b in blocks], ensure_ascii=False, indent=1))
 

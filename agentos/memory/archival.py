@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,6 +18,8 @@ import pyarrow.compute as pc
 
 from agentos.embedders.base import Embedder, vector_array
 from agentos.errors import ToolError
+from agentos.memory.audited import audited
+from agentos.memory.secret_gate import SecretGate, describe, gate_of
 from agentos.memory.tables import open_embedded, reembed_table
 from agentos.memory.tier import MemoryStats, Progress, Tier, TierContext
 from agentos.messages import new_id, utc_now
@@ -84,10 +87,12 @@ def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
 
 @dataclass
 class Inserted:
-    """What an insert did: new passage ids, and ids of passages that already held a chunk."""
+    """What an insert did: new passage ids, ids of passages that already held a chunk, and the secrets the secret
+    gate replaced by placeholders before storing (how many of each kind)."""
 
     ids: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
+    secrets: dict[str, int] = field(default_factory=dict)
 
 
 class ArchivalTier(Tier):
@@ -157,8 +162,16 @@ class ArchivalTier(Tier):
             raise ToolError("content is empty; give the text to remember.")
         if len(content) > MAX_INSERT_CHARS:
             raise ToolError(f"content is {len(content):,} characters; insert at most {MAX_INSERT_CHARS:,} at a time.")
-        return self.insert_many(chunk_text(content), tags=tags, source=source)
+        kept = self._gate().redact(content)  # whole, so that no chunk boundary splits a secret
+        done = self.insert_many(chunk_text(kept.text), tags=tags, source=source)
+        done.secrets = dict(Counter(kept.found) + Counter(done.secrets))
+        return done
 
+    def _gate(self) -> SecretGate:
+        """The agent's secret gate (on when the tier was built without the agent's settings)."""
+        return gate_of(self.ctx.settings() if self.ctx.settings is not None else None)
+
+    @audited("change", "archival")
     def insert_many(
         self, texts: Sequence[str], tags: Sequence[str] | None = None, source: str = "agent",
         created_at: datetime | None = None,
@@ -167,6 +180,10 @@ class ArchivalTier(Tier):
         self.ctx.check_writable("store archival passages")
         clean = clean_tags(tags)
         result = Inserted()
+        gate = self._gate()
+        kept = [gate.redact(t) for t in texts]  # each passage is stored without its secrets
+        texts = [k.text for k in kept]
+        result.secrets = dict(sum((Counter(k.found) for k in kept), Counter[str]()))
         hashes = [content_hash(t) for t in texts]
         existing = self._existing(hashes)
         fresh: list[tuple[str, str]] = []
@@ -211,6 +228,7 @@ class ArchivalTier(Tier):
         clauses = [c for c in [tag_clause(tags), *date_clauses("created_at", start, end)] if c]
         return " AND ".join(clauses) or None
 
+    @audited("read", "archival")
     def search(
         self, query: str, *, page: int = 0, page_size: int = PAGE_SIZE, tags: Sequence[str] | None = None,
         start: Any = None, end: Any = None,
@@ -274,6 +292,7 @@ class ArchivalTier(Tier):
     def _hit(row: dict[str, Any], score: float) -> Hit:
         return Hit(id=row["id"], text=row["text"], created_at=row["created_at"], tags=row["tags"] or [], score=score)
 
+    @audited("change", "archival", target="passage_id")
     def delete(self, passage_id: str) -> bool:
         """Delete one passage by id; False when there was none."""
         self.ctx.check_writable("delete archival passages")
@@ -341,6 +360,8 @@ def archival_insert(content: str, ctx: ToolContext, tags: list[str] | None = Non
     text = f"Stored {len(done.ids)} passage(s): {', '.join(done.ids)}."
     if done.duplicates:
         text += f" {len(done.duplicates)} part(s) were already stored and were skipped."
+    if done.secrets:
+        text += f" The secret gate stored {describe(done.secrets)} as a placeholder; the secret itself was not kept."
     return f"{text} Archival memory now holds {archival.count()} passage(s)."
 
 

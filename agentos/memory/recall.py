@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from agentos.embedders.base import Embedder, embed_in_chunks, vector_array
 from agentos.errors import ToolError
+from agentos.memory.audited import audited
 from agentos.memory.exchanges import Exchanges, exchanges_table_name
 from agentos.memory.recall_stages import SHOWN, MessageRows, cross_ranked, reranked, with_neighbours
 from agentos.memory.recall_turns import RecallTurns
@@ -192,6 +193,7 @@ class RecallTier(Tier):
         clauses += date_clauses("created_at", start, end)
         return " AND ".join(clauses) or "true"
 
+    @audited("read", "recall")
     def search(
         self,
         query: str,

@@ -21,6 +21,7 @@ from agentos.embedders.base import Embedder
 from agentos.errors import ReadOnlyAgentError
 from agentos.events import Event
 from agentos.messages import Message
+from agentos.storage.audit import AuditEntry
 from agentos.storage.db import Database
 from agentos.storage.rewrites import SWAP_SUFFIX
 from agentos.storage.store import Rows
@@ -65,6 +66,7 @@ class TierContext:
     read_messages: Callable[[int, int], list[tuple[int, Message]]] | None = None  # saved (seq, message), by seq range
     announce: Callable[[Event], None] | None = None  # hand over news from background work (see `Agent.idle`)
     committed: Callable[[], int] | None = None  # how many of the agent's messages are saved now
+    audit: Callable[[AuditEntry], None] | None = None  # keeps an audit entry of a read or change (`Session.note`)
 
     def check_writable(self, what: str) -> None:
         if not self.writable:
@@ -75,6 +77,11 @@ class TierContext:
     def wrote(self, table: str) -> None:
         if self.on_write is not None:
             self.on_write(table)
+
+    def note(self, entry: AuditEntry) -> None:
+        """Audit a read or change of this agent's memory (see `agentos.memory.audited`)."""
+        if self.audit is not None:
+            self.audit(entry)
 
     def tell(self, event: Event) -> None:
         """Hand over an event from background work; the front end shows it between turns."""

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from agentos.agent.agent import Agent
 from agentos.agent.directory import is_empty
+from agentos.agent.sharing import link_imported
 from agentos.agent.state import AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentOSError
 from agentos.memory import tiers as tier_registry
@@ -48,6 +49,7 @@ from agentos.portable.archive_checks import (
 from agentos.portable.archive_checks import member_label as _member_label
 from agentos.portable.trust import check_model_server
 from agentos.providers.models import parse_spec
+from agentos.storage.audit import AUDIT_TABLE, change
 from agentos.storage.filters import quote
 from agentos.storage.lease import Lease
 from agentos.storage.schemas import restore_points_table_name
@@ -152,7 +154,9 @@ def export_agent(store: Store, name: str, path: Path, progress: Progress | None 
     agent = held or Agent.load(name, store=store, with_model=False)
     try:
         agent.save()
-        return _export(store, agent.state.snapshot(), name, path, progress)
+        report = _export(store, agent.state.snapshot(), name, path, progress)
+        agent.note_read("export", sum(report.rows.values()), detail=path.name)
+        return report
     finally:
         if held is None:
             agent.close()
@@ -164,6 +168,7 @@ def _export(store: Store, state: AgentState, name: str, path: Path, progress: Pr
     tables: list[tuple[str, str, str | None]] = [
         ("messages.arrow", "messages", f"agent_id = {quote(agent_id)} AND seq < {state.message_count}"),
         ("memory_edits.arrow", "memory_edits", f"agent_id = {quote(agent_id)}"),
+        ("audit_log.arrow", AUDIT_TABLE, f"agent_id = {quote(agent_id)}"),
         ("restore_points.arrow", restore_points_table_name(agent_id), f"rev <= {state.rev}"),
         *((member, table, None) for member, table, _ in _tier_members(agent_id)),
     ]
@@ -324,13 +329,14 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
         members: dict[str, Any] = manifest["members"]
         tiers = {member: table for member, table, _ in _tier_members(agent_id)}
         tiers["restore_points.arrow"] = restore_points_table_name(agent_id)  # per agent, created whole like a tier's
+        made: list[str] = []  # shared blocks this import made
         try:
             for member, info in members.items():
                 total = int(info["rows"])
                 label = _member_label(member)
                 reader = _read_stream(archive, member)
                 batches = _counted(_with_agent(iter(reader), agent_id), label, total, progress)
-                if member in ("messages.arrow", "memory_edits.arrow"):
+                if member in ("messages.arrow", "memory_edits.arrow", "audit_log.arrow"):  # shared tables
                     if total:
                         store.db.add_stream(member.removesuffix(".arrow"),
                                             pa.RecordBatchReader.from_batches(reader.schema, batches))
@@ -341,9 +347,13 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
                     continue
                 report.rows[label] = total
             state.id, state.name = agent_id, target
+            state.blocks, shared_notes, made = link_imported(store, state.blocks)
+            report.notes += shared_notes
             lease = Lease(agent_id=agent_id, name=target)
             store.create_agent(target, agent_id, state.model_dump_json(), lease, rev=state.rev)
         except BaseException as exc:  # not registered: what this call wrote, under its own new id, goes
+            for shared_id in made:
+                store.shared.remove(shared_id)
             store.purge(agent_id)
             tier_registry.delete_tiers(store.db, agent_id)
             if isinstance(exc, (pa.ArrowException, ValueError)) and not isinstance(exc, AgentOSError):
@@ -351,6 +361,7 @@ def import_agent(store: Store, path: Path, name: str | None = None, progress: Pr
                                       f"was imported; export the agent again.") from exc
             raise
     store.release(lease)  # registered and complete from here on
+    store.audit.record(agent_id, [change("import", sum(report.rows.values()), detail=path.name)])
     Agent.load(target, store=store, read_only=True)  # it opens: the check a user would make next
     return report
 

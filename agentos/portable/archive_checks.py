@@ -37,10 +37,9 @@ from agentos.storage.schemas import (
     ENTITIES_SCHEMA,
     ENTITY_LINKS_SCHEMA,
     FACT_CHANGES_SCHEMA,
-    MEMORY_EDITS,
-    MESSAGES,
     RECALL_EXCHANGES_SCHEMA,
     RESTORE_POINTS,
+    TABLES,
     archival_schema,
     facts_schema,
     recall_vectors_schema,
@@ -103,7 +102,7 @@ def _tier_file(name: Callable[[str], str]) -> str:
 # The schema each member must have, from the schema it has (a table with vectors: for the embedder it names).
 # Members of agentos's own tables by their path, a tier's tables by their file name (tiers/<tier>/<file>).
 SCHEMAS: dict[str, Callable[[pa.Schema], pa.Schema]] = {
-    "messages.arrow": _fixed(MESSAGES), "memory_edits.arrow": _fixed(MEMORY_EDITS),
+    **{f"{table}.arrow": _fixed(TABLES[table]) for table in ("messages", "memory_edits", "audit_log")},
     "restore_points.arrow": _fixed(RESTORE_POINTS)}
 TIER_SCHEMAS: dict[str, Callable[[pa.Schema], pa.Schema]] = {
     _tier_file(archival_table_name): _embedded(archival_schema),
@@ -208,7 +207,8 @@ def check_members(archive: zipfile.ZipFile, path: Path, manifest: dict[str, Any]
         raise ExportFileError(f"{path} is damaged: its manifest is of agent {shown(manifest['agent_id'])}, its state "
                               f"of agent {shown(state.id)}. Nothing was imported; export the agent again.")
     members: dict[str, dict[str, Any]] = manifest["members"]
-    messages, saved = members.get("messages.arrow", {}).get("rows", 0), state.message_count - state.lost_messages
+    messages, saved = members.get("messages.arrow", {}).get("rows", 0), \
+        state.message_count - state.lost_messages - state.forgotten_below(state.message_count)
     if messages != saved:
         raise ExportFileError(f"{path} is damaged: the agent's state counts {saved:,} messages, its manifest "
                               f"{messages:,}. Nothing was imported; export the agent again.")

@@ -12,7 +12,7 @@ messages.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -128,26 +128,27 @@ def _letta_block(index: int, block: Block) -> dict[str, Any]:
             "description": block.description, "metadata": {}, "hidden": None, "id": f"block-{index}"}
 
 
-def _letta_message(key: str, role: str, text: str, at: datetime, **extra: Any) -> dict[str, Any]:
+def _letta_message(key: str, role: str, text: str, at: datetime, agent_id: str = "agent-0",
+                   **extra: Any) -> dict[str, Any]:
     return {"type": "message", "role": role, "content": [{"type": "text", "text": text}] if text else [],
             "name": None, "otid": None, "sender_id": None, "batch_item_id": None, "group_id": None, "id": key,
-            "model": None, "agent_id": "agent-0", "tool_calls": None, "tool_call_id": None, "tool_returns": [],
+            "model": None, "agent_id": agent_id, "tool_calls": None, "tool_call_id": None, "tool_returns": [],
             "created_at": at.isoformat(), "approve": None, "approval_request_id": None, "denial_reason": None,
             "approvals": [], **extra}
 
 
-def _to_letta(message: Message, key: str) -> dict[str, Any]:
+def _to_letta(message: Message, key: str, agent_id: str) -> dict[str, Any]:
     at = message.created_at
     if message.role == "tool":
         wrapped = json.dumps({"status": "Failed" if message.is_error else "OK", "message": message.content,
                               "time": at.isoformat()}, ensure_ascii=False)
         returns = [{"tool_call_id": message.tool_call_id, "status": "error" if message.is_error else "success",
                     "stdout": None, "stderr": None, "func_response": wrapped}]
-        return _letta_message(key, "tool", wrapped, at, name=message.name, tool_call_id=message.tool_call_id,
-                              tool_returns=returns)
+        return _letta_message(key, "tool", wrapped, at, agent_id, name=message.name,
+                              tool_call_id=message.tool_call_id, tool_returns=returns)
     calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
              for c in message.tool_calls] or None
-    return _letta_message(key, message.role, message.content, at, name=message.name, tool_calls=calls)
+    return _letta_message(key, message.role, message.content, at, agent_id, name=message.name, tool_calls=calls)
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -160,37 +161,96 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def export_af(store: Store, name: str, path: str | Path) -> AfExportReport:
-    """Write agent `name` as a Letta v2 agent file at `path` (read-only: the agent may be in use elsewhere)."""
-
+def export_af(store: Store, name: str, path: str | Path, also: Sequence[str] = ()) -> AfExportReport:
+    """Write agent `name`, and the agents `also` names, as one Letta v2 agent file at `path` (read-only: the agents
+    may be in use elsewhere). A block they share is written once, in the `block_ids` of each (Letta's shared block)."""
     path = Path(path)
+    report = AfExportReport(name=name, path=path)
+    written = _Written()
+    entries = []
+    for index, agent_name in enumerate(dict.fromkeys([name, *also])):
+        own = report if index == 0 else AfExportReport(name=agent_name, path=path)
+        entries.append(_agent_entry(store, agent_name, f"agent-{index}", written, own))
+        if own is not report:
+            report.notes.append(f'agent "{agent_name}" is in the file too: {plural(own.blocks, "block")}, '
+                                f"{plural(own.messages, 'message')}, {own.in_context:,} in context")
+            report.notes += [f"{agent_name}: {line}" for line in own.notes]
+            report.not_exported += [f"{agent_name}: {line}" for line in own.not_exported]
+    for shared_id, users in written.shared_users.items():
+        if len(users) > 1:
+            block = next(b for b in written.blocks if b["id"] == written.shared[shared_id])
+            report.notes.append(f'block "{block["label"]}" is shared by {", ".join(users)}: written once, in the '
+                                f"block_ids of each")
+    document = {"agents": entries, "groups": [], "blocks": written.blocks, "files": [], "sources": [],
+                "tools": written.tools, "mcp_servers": [], "skills": [],
+                "metadata": {"exported_by": f"agentos {__version__}"}, "created_at": utc_now().isoformat()}
+    _write_atomically(path, json.dumps(document, indent=2, ensure_ascii=False))
+    return report
+
+
+@dataclass
+class _Written:
+    """What the file's agents refer to by id, each written once: blocks (a shared block once for all its agents),
+    tools (by name), and the number of messages so far (message ids are the file's, not an agent's)."""
+
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    shared: dict[str, str] = field(default_factory=dict)  # shared id -> the block's id in the file
+    shared_users: dict[str, list[str]] = field(default_factory=dict)  # shared id -> the agents that use it
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    messages: int = 0
+
+    def block_id(self, block: Block, agent: str) -> str:
+        if block.shared_id is not None and block.shared_id in self.shared:
+            self.shared_users[block.shared_id].append(agent)
+            return self.shared[block.shared_id]
+        entry = _letta_block(len(self.blocks), block)
+        self.blocks.append(entry)
+        if block.shared_id is not None:
+            self.shared[block.shared_id], self.shared_users[block.shared_id] = entry["id"], [agent]
+        return str(entry["id"])
+
+    def tool_id(self, tool: Tool, limit: int, report: AfExportReport) -> str:
+        entry = _letta_tool(len(self.tools), tool, limit, report)
+        found = next((t for t in self.tools if t["name"] == entry["name"]), None)
+        if found is None:
+            self.tools.append(entry)
+        return str((found or entry)["id"])
+
+    def message_key(self) -> str:
+        self.messages += 1
+        return f"message-{self.messages - 1}"
+
+
+def _agent_entry(store: Store, name: str, agent_id: str, written: _Written, report: AfExportReport) -> dict[str, Any]:
+    """One agent of the file, as Letta writes it; its blocks, tools and messages are added to `written`."""
     agent = Agent.load(name, store=store, read_only=True)
     state = agent.state.snapshot()
-    report = AfExportReport(name=name, path=path)
     history = _all_messages(store, state.id, state.message_count)
     context_ids = set(state.in_context_ids)
     system = state.settings.system_prompt if state.settings.system_prompt is not None else agent.prompts.static()
     first_in_context = next((m.created_at for m in history if m.id in context_ids), utc_now())
-    messages = [_letta_message("message-0", "system", agent.system_prompt(), state.created_at)]
-    in_context = ["message-0"]
+    key = written.message_key()
+    messages = [_letta_message(key, "system", agent.system_prompt(), state.created_at, agent_id=agent_id)]
+    in_context = [key]
     if state.summary:
         hidden = agent.state.hidden_count
         alert = {"type": "system_alert", "message": f"Note: {hidden} earlier messages are out of view; they are kept in "
                  f"recall memory.\nThe following is a summary of the previous messages:\n {state.summary}",
                  "time": first_in_context.isoformat()}
-        messages.append(_letta_message("message-1", "user", json.dumps(alert, indent=2), first_in_context))
-        in_context.append("message-1")
+        key = written.message_key()
+        messages.append(_letta_message(key, "user", json.dumps(alert, indent=2), first_in_context, agent_id=agent_id))
+        in_context.append(key)
         report.notes.append(f"the summary of {plural(hidden, 'evicted message')} is Letta's summary message")
     for message in history:
-        key = f"message-{len(messages)}"
-        messages.append(_to_letta(message, key))
+        key = written.message_key()
+        messages.append(_to_letta(message, key, agent_id))
         if message.id in context_ids:
             in_context.append(key)
-    blocks = [_letta_block(i, b) for i, b in enumerate(state.blocks)]
-    tools = [_letta_tool(i, t, state.settings.tool_output_limit, report) for i, t in enumerate(agent.tools)]
+    block_ids = [written.block_id(b, name) for b in state.blocks]
+    tool_ids = [written.tool_id(t, state.settings.tool_output_limit, report) for t in agent.tools]
     letta_agent = {
-        "name": name, "memory_blocks": [], "tools": [], "tool_ids": [t["id"] for t in tools], "source_ids": [],
-        "folder_ids": None, "block_ids": [b["id"] for b in blocks], "tool_rules": [], "tags": [], "system": system,
+        "name": name, "memory_blocks": [], "tools": [], "tool_ids": tool_ids, "source_ids": [],
+        "folder_ids": None, "block_ids": block_ids, "tool_rules": [], "tags": [], "system": system,
         "agent_type": "letta_v1_agent", "llm_config": _llm_config(state.model, agent.window,
                                                                   state.settings.max_output_tokens, report),
         "embedding_config": _embedding_config(state.settings.embedder, report), "initial_message_sequence": None,
@@ -202,16 +262,12 @@ def export_af(store: Store, name: str, path: str | Path) -> AfExportReport:
         "secrets": None, "memory_variables": None, "project_id": None, "template_id": None, "base_template_id": None,
         "identity_ids": None, "message_buffer_autoclear": False, "enable_sleeptime": False, "response_format": None,
         "timezone": "UTC", "max_files_open": None, "per_file_view_window_char_limit": None, "hidden": None,
-        "parallel_tool_calls": False, "id": "agent-0", "in_context_message_ids": in_context, "messages": messages,
+        "parallel_tool_calls": False, "id": agent_id, "in_context_message_ids": in_context, "messages": messages,
         "files_agents": [], "group_ids": [],
     }
-    document = {"agents": [letta_agent], "groups": [], "blocks": blocks, "files": [], "sources": [], "tools": tools,
-                "mcp_servers": [], "skills": [], "metadata": {"exported_by": f"agentos {__version__}"},
-                "created_at": utc_now().isoformat()}
     _cannot_carry(agent, state, report, ArchivalTier)
-    _write_atomically(path, json.dumps(document, indent=2, ensure_ascii=False))
-    report.blocks, report.messages, report.in_context = len(blocks), len(history), len(in_context) - 1 - bool(state.summary)
-    return report
+    report.blocks, report.messages, report.in_context = len(block_ids), len(history), len(in_context) - 1 - bool(state.summary)
+    return letta_agent
 
 
 def _counted(count: Callable[[], int]) -> int:

@@ -80,11 +80,17 @@ def sharing_findings(source: AfSource, imported: set[str]) -> Findings:
     found.left_out += unused_block_findings(data, imported).left_out
     names = {str(a.get("id")): a.get("name") for a in data["agents"] if isinstance(a, dict)}
     others = [a for a in data["agents"] if isinstance(a, dict) and str(a.get("id")) != source.id]
-    shared = sorted({str(b.get("label")) for b in source.blocks
-                     if any(str(b.get("id")) in map(str, o.get("block_ids") or []) for o in others)})
-    if shared:
-        found.notes.append(f"blocks shared with other agents of the file are copied, so edits no longer reach them: "
-                           f"{', '.join(shared)}")
+    def users(block: dict[str, Any]) -> list[dict[str, Any]]:
+        return [o for o in others if str(block.get("id")) in map(str, o.get("block_ids") or [])]
+
+    linked = sorted({str(b.get("label")) for b in source.blocks if any(str(o.get("id")) in imported for o in users(b))})
+    copied = sorted({str(b.get("label")) for b in source.blocks if users(b)} - set(linked))
+    if linked:
+        found.notes.append(f"blocks shared with other agents imported from the file stay shared (an edit by one is "
+                           f"seen by the others): {', '.join(linked)}")
+    if copied:
+        found.notes.append(f"blocks shared with agents of the file not imported now are copied, so edits no longer "
+                           f"reach them: {', '.join(copied)}")
     for group in data.get("groups") or []:
         if not isinstance(group, dict):
             continue

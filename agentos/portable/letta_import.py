@@ -4,8 +4,9 @@ The file is read by `letta_file` (either shape); each part of an agent is mapped
 choice is reported on import, so nothing is dropped silently:
 
 - **Blocks** (`letta_blocks`) keep label, value, limit, description and read_only; labels agentos cannot use
-  are made usable, and a missing `persona` or `human` block is added, empty. A block over its limit (or too big for
-  the window) is kept whole and shown to the model cut; the report warns of it.
+  are made usable, and a missing `persona` or `human` block is added, empty. A block several of the imported
+  agents use (Letta's shared block: one id in their `block_ids`) is one shared block (see `agent.sharing`). A
+  block over its limit (or too big for the window) is kept whole and shown to the model cut; the report warns of it.
 - **System prompt**: Letta's `system` is kept word for word (`AgentSettings.system_prompt`).
 - **Messages** and what is **in context** (`letta_history`): text, tool calls and results, the summary, the
   smallest suffix of the history that covers Letta's in-context messages.
@@ -25,15 +26,17 @@ from pathlib import Path
 from agentos.agent.agent import Agent
 from agentos.agent.prompts import PromptRenderer
 from agentos.agent.requests import overfull
+from agentos.agent.sharing import link_imported
 from agentos.agent.state import AgentState, validate_name
 from agentos.errors import AgentExistsError, AgentOSError
 from agentos.messages import Message, utc_now
-from agentos.portable.letta_blocks import agent_blocks
+from agentos.portable.letta_blocks import agent_blocks, shared_block_ids
 from agentos.portable.letta_fields import field_findings, sharing_findings
 from agentos.portable.letta_file import AfAgent, AfFile, AfSource, Findings, _time, read_af, read_agent, report_lines
 from agentos.portable.letta_history import history_findings, imported_history, in_context_count
 from agentos.portable.letta_model import agent_model
 from agentos.portable.letta_tools import tool_findings
+from agentos.storage.audit import change
 from agentos.storage.lease import Lease
 from agentos.storage.store import Store
 
@@ -90,9 +93,9 @@ def _system_prompt(source: AfSource) -> tuple[str | None, str]:
 
 
 def _plan(af: AfFile, wanted: AfAgent, chosen: list[AfAgent], name: str | None, model: str | None,
-          window: int | None) -> _Plan:
+          window: int | None, shared: dict[str, str]) -> _Plan:
     """Agent `wanted` of `af` (one of the `chosen` to import) mapped to agentos, with its report; nothing is written
-    yet. `window` replaces the file's context window."""
+    yet. `window` replaces the file's context window; `shared` gives the blocks shared among the chosen their ids."""
     source = read_agent(af, wanted)
     sharing = sharing_findings(source, {a.id for a in chosen})
     target, naming = _agent_name(source, name)
@@ -100,7 +103,7 @@ def _plan(af: AfFile, wanted: AfAgent, chosen: list[AfAgent], name: str | None, 
     if window is not None:
         settings.context_window = window
         model_found.notes.append(f"context window {window:,} tokens (given on import)")
-    blocks, last_edit, block_found = agent_blocks(source)
+    blocks, last_edit, block_found = agent_blocks(source, shared)
     system, system_note = _system_prompt(source)
     if system is not None:
         settings.system_prompt = system
@@ -181,7 +184,8 @@ def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_a
     a warning that says how to fix it."""
     af = read_af(path)
     chosen = _choose(af, agent, all_agents, name)
-    plans = [_plan(af, wanted, chosen, name, model, window) for wanted in chosen]
+    shared = shared_block_ids(af, chosen)
+    plans = [_plan(af, wanted, chosen, name, model, window, shared) for wanted in chosen]
     seen: set[str] = set()
     for plan in plans:
         target = plan.state.name
@@ -190,9 +194,12 @@ def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_a
             raise AgentExistsError(f'an agent named "{target}" already exists. {hint}')
         seen.add(target)
     created: list[str] = []
+    made: list[str] = []  # shared blocks: made with the first agent that uses one, linked to by the others
     try:
         for plan in plans:
             state = plan.state
+            state.blocks, _, new = link_imported(store, state.blocks)
+            made += new
             lease = Lease(agent_id=state.id, name=state.name)
             store.create_agent(state.name, state.id, state.model_dump_json(), lease)
             created.append(state.name)
@@ -202,6 +209,7 @@ def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_a
                 if plan.messages:
                     opened.add_history(plan.messages, in_context=plan.in_context)
                 opened.add_restore_point(f"(imported from {Path(path).name})")
+                store.audit.record(state.id, [change("import", len(plan.messages), detail=Path(path).name)])
                 plan.report.warnings += _block_warnings(opened) + _fit_warnings(opened)
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -214,6 +222,8 @@ def import_af(store: Store, path: str | Path, *, agent: str | None = None, all_a
                 Agent.delete(target, store=store, force=True)
             except AgentOSError:
                 pass  # the first failure is the one to report
+        for shared_id in made:
+            store.shared.remove(shared_id)
         raise
     return [plan.report for plan in plans]
 

@@ -11,7 +11,16 @@ from typing import Any
 from fastapi import FastAPI, Request
 
 from agentos.errors import AgentOSError
-from agentos.server import errors, letta_routes, routes_agents, routes_facts, routes_memory, routes_transfer, routes_turns
+from agentos.server import (
+    errors,
+    letta_routes,
+    routes_agents,
+    routes_facts,
+    routes_forget,
+    routes_memory,
+    routes_transfer,
+    routes_turns,
+)
 from agentos.server.auth import Authenticate, Gate
 from agentos.server.config import ServeConfig
 from agentos.server.errors import BodyTooLargeError, ShuttingDownError, error_response
@@ -95,7 +104,7 @@ def create_app(config: ServeConfig | None = None) -> AgentosApp:
     app.config = config
     app.gate = Gate(Users(config.home), config.host)
     errors.install(app)
-    for module in (routes_agents, routes_turns, routes_memory, routes_facts, routes_transfer):
+    for module in (routes_agents, routes_turns, routes_memory, routes_facts, routes_forget, routes_transfer):
         app.include_router(module.router)
     app.include_router(letta_routes.router)  # Letta's /v1 API (docs/letta-compat.md), ending in a 501 catch-all
 

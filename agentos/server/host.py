@@ -16,6 +16,7 @@ waiting in another process is served before its wait ends: no process keeps an a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 import time
@@ -42,6 +43,7 @@ class Job:
     turn: TurnRun | None = None
     opens: bool = True
     future: Future[Any] = field(default_factory=Future)
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)  # the request's: who acts
 
 
 class AgentHost:
@@ -185,7 +187,7 @@ class AgentHost:
         try:
             if self.agent is None and job.opens:
                 self.agent = self._acquire()
-            return job.work(self.agent), None
+            return job.context.run(job.work, self.agent), None
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the job
             if job.turn is not None and not job.turn.started:
                 job.turn.fail(exc)  # its stream ends with why it could not run

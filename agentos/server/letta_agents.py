@@ -106,6 +106,7 @@ def _settings(body: LettaAgentIn) -> dict[str, Any]:
 
 def _state(s: Scope, name: str) -> AgentState:
     with s.reading(name) as agent:
+        agent.note_read("core memory", len(agent.blocks))
         return agent.state.snapshot()
 
 

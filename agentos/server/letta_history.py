@@ -77,4 +77,6 @@ def list_messages(agent_id: str, s: ScopeDep, after: str | None = None, before: 
     if conversation_id or group_id:
         raise NotSupportedError("messages.list by conversation or group", "an agentos agent has one conversation")
     with s.reading(agent_name(s, agent_id)) as agent:
-        return history_page(s, agent, after, before, limit, order == "asc", set(include_return_message_types or []))
+        page = history_page(s, agent, after, before, limit, order == "asc", set(include_return_message_types or []))
+        agent.note_read("recall", len(page))
+        return page

@@ -56,6 +56,7 @@ async def create(body: AgentIn, s: ScopeDep) -> dict[str, Any]:
 @router.get("/{name}", summary="An agent: blocks, settings, counts")
 def get(name: str, s: ScopeDep) -> dict[str, Any]:
     with s.reading(name) as agent:
+        agent.note_read("core memory", len(agent.blocks))
         return agent_detail(agent)
 
 

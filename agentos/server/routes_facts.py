@@ -50,6 +50,7 @@ def facts(name: str, s: ScopeDep, as_of: str | None = AS_OF, include_ended: bool
     with s.reading(name) as agent:
         def listing(tier: FactTier) -> dict[str, Any]:
             found = tier.listing(include_ended=include_ended, as_of=when, subject=subject)
+            agent.note_read("facts", len(found))
             return {"facts": [record_json(f) for f in found], "in_use": tier.in_use}
         return _facts(agent, listing)
 
@@ -69,7 +70,9 @@ def search(name: str, s: ScopeDep, query: str = Query("", max_length=10_000), as
 def changes(name: str, s: ScopeDep, since: str | None = SINCE_WHEN) -> dict[str, Any]:
     when = _moment(since, "since", ago=True)
     with s.reading(name) as agent:
-        return {"changes": [record_json(c) for c in _facts(agent, lambda tier: tier.changes(when))]}
+        found = _facts(agent, lambda tier: tier.changes(when))
+        agent.note_read("fact changes", len(found))
+        return {"changes": [record_json(c) for c in found]}
 
 
 @router.post("/{name}/facts/{fact_id}/correct", summary="Replace a fact with corrected text (your decision; undoable)")

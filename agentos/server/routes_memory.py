@@ -1,5 +1,5 @@
-"""An agent's memory over HTTP: core blocks (list, get, set) and their edit log, archival passages (insert, list,
-search, delete) and recall search."""
+"""An agent's memory over HTTP: core blocks (list, get, set) and their edit log, the audit log, archival passages
+(insert, list, search, delete) and recall search."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from agentos.agent.agent import Agent
-from agentos.errors import ToolError
+from agentos.errors import AgentOSError, ToolError
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.recall import RecallTier
+from agentos.memory.secret_gate import removed_between
 from agentos.retrieval.recall_paths import MATCHING_PATHS
 from agentos.server.errors import InputError, NotFoundError
 from agentos.server.schemas import BlockSet, PassageIn, block_json, edit_json, page_json
 from agentos.server.scope import ScopeDep
-from agentos.times import date_range
+from agentos.times import date_range, moment_or_ago
 
 router = APIRouter(prefix="/api/agents", tags=["memory"])
 
@@ -53,6 +54,7 @@ def _require_block(agent: Agent, label: str) -> None:
 @router.get("/{name}/blocks", summary="The core memory blocks, in display order")
 def blocks(name: str, s: ScopeDep) -> dict[str, Any]:
     with s.reading(name) as agent:
+        agent.note_read("core memory", len(agent.blocks))
         return {"blocks": [block_json(b) for b in agent.blocks]}
 
 
@@ -60,6 +62,7 @@ def blocks(name: str, s: ScopeDep) -> dict[str, Any]:
 def block(name: str, label: str, s: ScopeDep) -> dict[str, Any]:
     with s.reading(name) as agent:
         _require_block(agent, label)
+        agent.note_read("core memory", 1, target=label)
         return block_json(agent.block(label))
 
 
@@ -67,8 +70,11 @@ def block(name: str, label: str, s: ScopeDep) -> dict[str, Any]:
 async def set_block(name: str, label: str, body: BlockSet, s: ScopeDep) -> dict[str, Any]:
     def change(agent: Agent) -> dict[str, Any]:
         _require_block(agent, label)
-        edit = agent.set_block(label, body.value.rstrip("\n"))
-        return {"block": block_json(agent.block(label)), "edit": edit_json(edit)}
+        value = body.value.rstrip("\n")
+        edit = agent.set_block(label, value)
+        removed = removed_between(value, edit.new_value)  # named only when the secret gate removed some
+        return {"block": block_json(agent.block(label)), "edit": edit_json(edit),
+                **({"secrets_removed": removed} if removed else {})}
     return await s.writing(name, change)
 
 
@@ -79,7 +85,22 @@ def memory_edits(name: str, s: ScopeDep, label: str | None = Query(None, descrip
         edits = [e for e in agent.memory_edits() if label in (None, e.label)]
         if label is not None and not edits and label not in [b.label for b in agent.blocks]:
             _require_block(agent, label)
+        agent.note_read("memory edits", len(edits[-last:] if last else edits), target=label or "")
     return {"edits": [edit_json(e) for e in (edits[-last:] if last else edits)]}
+
+
+@router.get("/{name}/audit", summary="The audit log, oldest first: who read or changed the agent's memory, when, "
+            "what part and how much (never what it says)")
+def audit(name: str, s: ScopeDep, since: str | None = Query(None, description="a date, an ISO time, or a duration "
+                                                                          "back from now (30m, 2h, 3d, 1w)"),
+          limit: int = Query(0, ge=0, description="only the last N entries (0: all)")) -> dict[str, Any]:
+    try:
+        when = moment_or_ago(since, "since")
+    except AgentOSError as exc:
+        raise InputError(str(exc), "since") from None
+    with s.reading(name) as agent:
+        entries = agent.store.audit.entries(agent.id, since=when, limit=limit or None)
+    return {"entries": [e.json() for e in entries]}
 
 
 # -- archival ------------------------------------------------------------------------------------
@@ -89,7 +110,8 @@ def memory_edits(name: str, s: ScopeDep, label: str | None = Query(None, descrip
 async def archival_insert(name: str, body: PassageIn, s: ScopeDep) -> dict[str, Any]:
     def insert(agent: Agent) -> dict[str, Any]:
         done = agent.tier(ArchivalTier).insert(body.text, tags=body.tags or None, source="api")
-        return {"ids": done.ids, "duplicates": list(dict.fromkeys(done.duplicates))}
+        return {"ids": done.ids, "duplicates": list(dict.fromkeys(done.duplicates)),
+                **({"secrets_removed": done.secrets} if done.secrets else {})}
     return await s.writing(name, insert)
 
 

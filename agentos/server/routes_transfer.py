@@ -70,6 +70,7 @@ async def fork(name: str, body: ForkIn, s: ScopeDep) -> dict[str, Any]:
 def restore_points(name: str, s: ScopeDep) -> dict[str, Any]:
     with s.reading(name) as agent:
         points = agent.restore_points()
+        agent.note_read("restore points", len(points))
         kept = backups(agent.name, s.names())
     return {"points": [point_json(p) for p in points], "kept_copies": [copy for _, copy in kept]}
 

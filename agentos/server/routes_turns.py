@@ -104,6 +104,7 @@ def history(name: str, s: ScopeDep, offset: int | None = OFFSET, limit: int = Qu
         total = agent.state.message_count
         start = offset if offset is not None else max(0, total - limit)
         rows = s.messages(agent, start, min(total, start + limit))
+        agent.note_read("recall", len(rows), detail=f"messages from {start}")
     return {"total": total, "offset": start, "limit": limit,
             "messages": [{"seq": seq, **message.model_dump(mode="json")} for seq, message in rows],
             "previous_offset": max(0, start - limit) if start > 0 else None,

@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from agentos.actors import set_actor
 from agentos.agent.agent import Agent, list_agents
 from agentos.agent.directory import is_empty
 from agentos.agent.history import RestorePoint
@@ -31,7 +32,7 @@ from agentos.server.auth import request_user
 from agentos.server.errors import InputError
 from agentos.server.host import AgentHost
 from agentos.server.registry import Registry
-from agentos.server.users import User
+from agentos.server.users import LOCAL_USER, User
 from agentos.storage import Store
 
 T = TypeVar("T")
@@ -161,8 +162,10 @@ async def current_scope(request: Request,
                         _: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)] = None) -> Scope:
     """The scope of the user the request acts for (a FastAPI dependency): the one `Authenticate` let in, else (on an
     open path) the one its Authorization header names; a 401 when it names none. (`_` puts the key in the OpenAPI
-    description, so /docs asks for it.)"""
+    description, so /docs asks for it.) That user is who acts for the rest of the request's task, for the audit log:
+    its worker threads and the jobs it hands an agent's host copy the context."""
     user = request_user(request.scope) or request.app.gate.user(request.headers.get("authorization"))
+    set_actor("api", "local user (a server without keys)" if user.id == LOCAL_USER.id else f"api key of user {user.name}")
     return Scope(request.app.held().of(user), user)
 
 

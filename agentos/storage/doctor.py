@@ -122,7 +122,7 @@ def examine(store: Store, agent: str | None = None) -> Checkup:
         if agent not in agent_ids:
             raise StorageError(f'no agent named "{agent}" in {db.uri}; `agentos doctor` without a name checks '
                                f"everything.")
-        scope = {n for n in names if n in ("agents", "messages", "memory_edits") or agent_ids[agent] in n}
+        scope = {n for n in names if n in ("agents", "messages", "memory_edits", "audit_log") or agent_ids[agent] in n}
     findings, states, messages = [], {}, None
     seen = _Seen()
     for name in sorted(names, key=lambda n: (_kind(n), n)):
@@ -251,7 +251,9 @@ def _missing(agent_ids: dict[str, str], states: dict[str, dict[str, Any]],
         if state is None or (only is not None and name != only):
             continue
         count = int(state.get("message_count", 0))
-        missing = tuple(s for s in range(count) if s not in seqs.get(agent_id, set()))
+        forgotten = [range(int(r[0]), int(r[1])) for r in state.get("forgotten") or []]  # on request, not lost
+        stored = seqs.get(agent_id, set())
+        missing = tuple(s for s in range(count) if s not in stored and not any(s in r for r in forgotten))
         recorded = int(state.get("lost_messages", 0))
         if len(missing) > recorded:
             notes.append(MissingMessages(name, missing, count, recorded))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -51,11 +53,16 @@ def replace_table(db: Tables, name: str, schema: pa.Schema, data: pa.Table) -> N
 
 
 def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
-    """Finish what a crash in `replace_table` left: restore the table from its copy, or drop a stale copy."""
-    copy = conn.open_table(name + SWAP_SUFFIX)
-    wanted = copy.count_rows()
+    """Finish what a crash in `replace_table` left: restore the table from its copy, or drop a stale copy (one whose
+    creation a crash cut short holds nothing yet, and the table was not touched: its folder goes)."""
     try:
-        current = conn.open_table(name).count_rows() if name in names else None
+        copy = conn.open_table(name + SWAP_SUFFIX)
+    except Exception:  # noqa: BLE001 - never committed: the table itself is whole
+        _remove_unopenable(conn, name + SWAP_SUFFIX)
+        return
+    wanted = copy.count_rows()
+    try:  # every file read: a drop a crash cut short leaves a table whose manifest counts rows it no longer has
+        current = conn.open_table(name).to_arrow().num_rows if name in names else None
     except Exception:  # noqa: BLE001 - half dropped: as good as gone
         current = None
     if wanted and (current is None or current < wanted):  # the swap was cut after the old table was dropped
@@ -64,3 +71,16 @@ def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
         restored = conn.create_table(name, schema=copy.schema)
         restored.add(copy.to_arrow())
     conn.drop_table(name + SWAP_SUFFIX)
+
+
+def _remove_unopenable(conn: Any, name: str) -> None:
+    """Remove a table that cannot be opened (its first commit never landed): through LanceDB, or its local folder."""
+    try:
+        conn.drop_table(name)
+        return
+    except Exception:  # noqa: BLE001 - LanceDB cannot drop what it cannot open
+        pass
+    uri = str(getattr(conn, "uri", ""))
+    if uri and "://" not in uri.replace("file://", ""):
+        shutil.rmtree(Path(uri.replace("file://", "")) / f"{name}.lance", ignore_errors=True)
+

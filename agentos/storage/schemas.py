@@ -76,6 +76,39 @@ MEMORY_EDITS = _versioned(
     MEMORY_EDITS_VERSION,
 )
 
+SHARED_BLOCKS_VERSION = 1
+SHARED_BLOCKS = _versioned(  # blocks several agents of this database use: one row each, changed by compare-and-set
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("label", pa.string(), nullable=False),  # the label it was shared under
+        pa.field("value", pa.string(), nullable=False),
+        pa.field("limit", pa.int64(), nullable=False),
+        pa.field("description", pa.string()),
+        pa.field("rev", pa.int64(), nullable=False),  # every edit names the revision it follows
+        pa.field("updated_at", TIMESTAMP, nullable=False),
+        pa.field("updated_by", pa.string()),  # the id of the agent that made the last edit (null: by hand)
+        pa.field("updated_by_name", pa.string()),  # its name then
+    ],
+    SHARED_BLOCKS_VERSION,
+)
+
+AUDIT_LOG_VERSION = 1
+AUDIT_LOG = _versioned(  # every agent's audit log: who read or changed its memory (never what the memory says)
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("agent_id", pa.string(), nullable=False),
+        pa.field("at", TIMESTAMP, nullable=False),
+        pa.field("actor_kind", pa.string(), nullable=False),  # model, user, mcp, api
+        pa.field("actor", pa.string(), nullable=False),  # which: a tool call, a command, a client, a key's user
+        pa.field("action", pa.string(), nullable=False),  # read or change
+        pa.field("what", pa.string(), nullable=False),  # core memory, archival, recall, facts, rewind, import...
+        pa.field("target", pa.string()),  # a block's label, a passage's or fact's id
+        pa.field("count", pa.int64(), nullable=False),  # rows changed or returned
+        pa.field("detail", pa.string()),  # sizes and kinds, never memory content
+    ],
+    AUDIT_LOG_VERSION,
+)
+
 RESTORE_POINTS_VERSION = 1
 RESTORE_POINTS = _versioned(  # one agent's restore points: its state after each turn (rewind goes back to one)
     [
@@ -200,7 +233,8 @@ def table_embedder(schema: pa.Schema) -> tuple[str, int]:
     return meta.get(EMBEDDER_KEY, b"none").decode(), int(meta.get(EMBEDDER_DIM_KEY, b"0"))
 
 
-TABLES: dict[str, pa.Schema] = {"messages": MESSAGES, "agents": AGENTS, "memory_edits": MEMORY_EDITS}
+TABLES: dict[str, pa.Schema] = {"messages": MESSAGES, "agents": AGENTS, "memory_edits": MEMORY_EDITS,
+                              "audit_log": AUDIT_LOG, "shared_blocks": SHARED_BLOCKS}
 
 
 def schema_version(schema: pa.Schema) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,11 @@ from agentos.blocks import MemoryEdit
 from agentos.errors import AgentDeletedError, AgentExistsError, DamagedStoreError, LeaseLostError, StorageError
 from agentos.messages import Message
 from agentos.storage.agent_rows import AgentRow, AgentRows
+from agentos.storage.audit import AUDIT_TABLE, AuditEntry, AuditLog
 from agentos.storage.db import Database
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
+from agentos.storage.forget_rows import pending_table_name
 from agentos.storage.lease import Lease
 from agentos.storage.lease_keeper import LeaseKeeper
 from agentos.storage.maintenance import Maintenance
@@ -32,6 +35,7 @@ from agentos.storage.records import edit_row, message_row, row_edit, row_message
 from agentos.storage.rewrites import SWAP_SUFFIX
 from agentos.storage.salvage import describe_damage, open_newest_readable, orphan_rows, read_fragments, table_path
 from agentos.storage.schemas import TABLES, restore_points_table_name, state_table_name
+from agentos.storage.shared_blocks import SharedBlocks
 from agentos.storage.table_checks import check_table
 from agentos.storage.versions import lost_versions
 
@@ -78,6 +82,8 @@ class Store:
         self.agents = AgentRows(self.db)
         self.maintenance = Maintenance(self.db)
         self.leases = LeaseKeeper(self.agents)
+        self.audit = AuditLog(self.db, self.maintenance.committed)  # who read or changed each agent's memory
+        self.shared = SharedBlocks(self.db, self.maintenance.committed)  # blocks several agents of this database use
         self.damage: dict[str, str] = {}  # table -> what could not be read in it, as found by reads in this process
 
     @property
@@ -152,7 +158,7 @@ class Store:
     def delete_agent(self, agent_id: str, name: str, lease: Lease | None) -> None:
         """Remove an agent: its name first (from then on it does not exist), then its state, messages and edits.
         Refused before anything changes while one of those tables lost committed versions."""
-        for table in ("agents", "messages", "memory_edits"):
+        for table in ("agents", "messages", "memory_edits", AUDIT_TABLE):
             self.db.check_writable(table)
         self.agents.delete(agent_id, lease)
         self.leases.lose(agent_id, AgentDeletedError(f'agent "{name}" was deleted; nothing more is saved.'))
@@ -161,7 +167,7 @@ class Store:
     def purge(self, agent_id: str) -> None:
         """Remove the rows and state table an agent left in storage's own tables (its tiers remove theirs)."""
         with storage_errors("delete the agent's memory"):
-            for name in ("messages", "memory_edits"):
+            for name in ("messages", "memory_edits", AUDIT_TABLE):
                 table = self.db.existing(name)  # one that does not exist holds nothing to remove: it is not made
                 if table is None:
                     continue
@@ -171,13 +177,16 @@ class Store:
             self.db.drop(state_table_name(agent_id))
             self.db.drop(state_table_name(agent_id) + SWAP_SUFFIX)
             self.db.drop(restore_points_table_name(agent_id))
+            self.db.drop(pending_table_name(agent_id))
 
     # -- the step ------------------------------------------------------------------------------
 
     def write_step(self, agent_id: str, lease: Lease, step: StepWrite, state_json: str,
-                   log: list[MemoryEdit] = ()) -> tuple[int, bool]:  # type: ignore[assignment]
+                   log: list[MemoryEdit] = (),  # type: ignore[assignment]
+                   audit: Sequence[AuditEntry] = ()) -> tuple[int, bool]:
         """Commit the step's rows, then move the agent's state from `step.base_rev`; return its new revision,
-        and whether `log` (edits of states already saved) reached the edit log, which is written meanwhile.
+        and whether `log` (edits of states already saved) reached the edit log, which is written meanwhile, as are
+        the step's `audit` entries (once, whatever becomes of the step; a failure there fails nothing).
 
         Raises a StorageError when a write fails (what was written is counted in `step.written`,
         so the next call goes on from there), and LeaseLostError when the agent is no longer this
@@ -187,8 +196,14 @@ class Store:
         if lease.agent_id != agent_id:
             raise LeaseLostError(f"this session holds agent {lease.agent_id!r}, not {agent_id!r}; refusing to write.")
         logged: list[bool] = []
-        logger = threading.Thread(target=lambda: logged.append(self._log_quietly(agent_id, list(log))), daemon=True)
-        if log:
+
+        def beside() -> None:
+            if log:
+                logged.append(self._log_quietly(agent_id, list(log)))
+            self.audit.record(agent_id, audit)
+
+        logger = threading.Thread(target=beside, daemon=True)
+        if log or audit:
             logger.start()  # beside the messages: one commit less to wait for in a step after a memory edit
         try:
             tables = step.tables()
@@ -198,7 +213,7 @@ class Store:
                 step.written[table] = len(step.chunks[table])
             rev = self.agents.write_state(lease, step.base_rev, step.rev, state_json, step.id)
         finally:
-            if log:
+            if log or audit:
                 logger.join()
         self.maintenance.committed([*tables, state_table_name(agent_id)])
         return rev, bool(logged and logged[0])

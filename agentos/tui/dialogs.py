@@ -14,6 +14,7 @@ from agentos.agent.agent import Agent, list_agents
 from agentos.commands.rewinding import next_backup_name, rewind_keeping_copy
 from agentos.memory.archival import ArchivalTier
 from agentos.memory.recall import RecallTier
+from agentos.memory.secret_gate import describe, removed_between
 from agentos.portable.archive import SUFFIX, export_agent
 from agentos.retrieval.recall_paths import MATCHING_PATHS
 from agentos.text import plural
@@ -114,6 +115,9 @@ class AgentDialogs(App[int]):
             except Exception as exc:  # noqa: BLE001 - shown in the dialog, which keeps what was typed
                 return f"not saved: {exc}"
             self.show_edit(label, edit.old_value, edit.new_value, "you (by hand)")
+            removed = removed_between(value, edit.new_value)
+            if removed:
+                self.notify(f"The secret gate stored {describe(removed)} as a placeholder.", severity="warning")
             self.refresh_status()
             return None
 

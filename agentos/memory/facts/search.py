@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from agentos.memory.audited import audited
 from agentos.memory.facts.retention import by_retention, retention
 from agentos.memory.facts.rows import Fact
 from agentos.memory.facts.tables import COLUMNS, CURRENT, FactTables, believed_at
@@ -48,6 +49,7 @@ class RetentionPath:
 class FactSearch(FactTables):
     """Ranked reads of one agent's facts: for the model's fact_search, recall's `facts` path and consolidation."""
 
+    @audited("read", "facts")
     def search(self, query: str, *, as_of: datetime | None = None, include_ended: bool = False,
                subject: str | None = None, page: int = 0, page_size: int = PAGE_SIZE,
                record: bool = True) -> Page[Fact]:

@@ -6,24 +6,32 @@ the facts they made. People's decisions (correct, retract, undo, prune) are chan
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from agentos.actors import Actor
 from agentos.embedders.base import vector_array
 from agentos.errors import FactError
+from agentos.events import SecretsRemoved
 from agentos.memory.facts.retention import last_use
 from agentos.memory.facts.rows import FACT_CHANGES, PROGRESS_KINDS, Fact, FactChange, effects, undo_effects
 from agentos.memory.facts.tables import FactTables
+from agentos.memory.secret_gate import gate_of
 from agentos.messages import new_id, utc_now
+from agentos.storage.audit import AuditEntry, shown_ids
+from agentos.storage.audit import change as audit_change
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
 from agentos.storage.schemas import FACT_CHANGES_SCHEMA
 from agentos.text import valid_text
 
+CONSOLIDATION = Actor("model", "fact consolidation")  # who makes consolidation's changes, for the audit log
 COMPACT_EVERY_COMMITS = 16  # consolidation compacts the facts tables this often (each batch is a commit or two)
 
 
@@ -58,6 +66,7 @@ class FactWrites(FactTables):
         A change that cannot be made raises FactError before anything is written, or, with
         `tolerate_conflicts`, is left out."""
         self.ctx.check_writable("change fact memory")
+        changes = self._screened(changes)
         with self.lock:
             self._finish_unapplied()
             touched = [c.old_fact_id for c in changes] + [c.fact_id for c in changes]
@@ -84,7 +93,29 @@ class FactWrites(FactTables):
             if not made:
                 return []
             self._write(made, list(written.values()))
+        entry = audit_entry(made)
+        if entry is not None:
+            self.ctx.note(entry)
         return made
+
+    def _screened(self, changes: Sequence[FactChange]) -> list[FactChange]:
+        """`changes` with the secret gate applied to the facts they make and to their reasons; what it removed is
+        told as news (a SecretsRemoved event)."""
+        gate = gate_of(self.ctx.settings() if self.ctx.settings is not None else None)
+        found: Counter[str] = Counter()
+        screened = []
+        for change in changes:
+            fact, reason = change.fact, gate.redact(change.reason)
+            text = gate.redact(fact.text) if fact is not None else None
+            if text is not None and text.found:
+                fact = replace(fact, text=text.text)  # type: ignore[type-var]
+                found.update(text.found)
+            found.update(reason.found)
+            screened.append(replace(change, fact=fact, reason=reason.text) if fact is not change.fact or reason.found
+                            else change)
+        if found:
+            self.ctx.tell(SecretsRemoved(kinds=dict(found), where=["facts"]))
+        return screened
 
     def _write(self, changes: list[FactChange], facts: list[Fact]) -> None:
         """The log rows (the commit point), then the facts. Everything that can fail before the commit point
@@ -250,6 +281,18 @@ class FactWrites(FactTables):
         group = new_id("grp")
         return self.commit([FactChange(kind="prune", by="user", group_id=group, old_fact_id=f.id, reason=reason)
                             for f in facts])
+
+
+def audit_entry(changes: Sequence[FactChange]) -> AuditEntry | None:
+    """The audit entry of a group of changes (None when it changed no fact: consolidation's progress marks), made
+    by consolidation's model when all of it is consolidation's, else by whoever acts now."""
+    made = [c for c in changes if c.kind in FACT_CHANGES]
+    if not made:
+        return None
+    kinds = ", ".join(f"{kind} {n}" for kind, n in Counter(c.kind for c in made).items())
+    ids = [c.fact_id or c.old_fact_id or c.target_change or "" for c in made]
+    by = CONSOLIDATION if all(c.by == "consolidator" for c in made) else None
+    return audit_change("facts", len(made), shown_ids([i for i in ids if i]), kinds, by=by)
 
 
 def _not_undoable(change: FactChange) -> str:
