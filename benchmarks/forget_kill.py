@@ -37,6 +37,7 @@ from agentos.storage.traces import traces  # noqa: E402
 SECRET = "Marmalade-Pangolin-4417"
 KEPT = "oolong tea"
 COPY = "kim.before-rewind-1"
+KILL_WINDOW = 0.7  # kills fall in the first 70% of an uninterrupted forget's time (runs vary: some finish sooner)
 
 
 def build(home: Path) -> None:
@@ -145,7 +146,7 @@ def main() -> int:
     for run in range(args.runs):
         home = work / f"run-{run}"
         shutil.copytree(template, home)
-        outcome, _ = run_child(home, rng.uniform(0.0, duration))
+        outcome, _ = run_child(home, rng.uniform(0.0, duration * KILL_WINDOW))
         result = check(home)
         tally[outcome] += 1
         tally["finished on reopening"] += result["left waiting"]
@@ -154,7 +155,7 @@ def main() -> int:
             failures.append((run, result, traces(home, SECRET)))
             continue  # kept for a look
         shutil.rmtree(home, ignore_errors=True)
-    print(f"{args.runs} runs killed at a random moment of the forget (0 to {duration:.2f} s): "
+    print(f"{args.runs} runs killed at a random moment of the forget (0 to {duration * KILL_WINDOW:.2f} s): "
           f"{tally['killed']} killed mid-way, {tally['done']} finished first; "
           f"{tally['finished on reopening']} forgets finished by reopening the agents, {tally['run again']} killed before "
           f"the request was saved (nothing forgotten yet) and run again")

@@ -331,3 +331,43 @@ def test_a_shared_block_is_cut_at_its_row_and_in_every_agent_sharing_it(agentos_
     bob.set_block("human", bob.block("human").value + "\nPet: a cat")  # and sharing goes on
     bob.close()
     assert "Pet: a cat" in Agent.load("ada", with_model=False).block("human").value
+
+
+def test_a_request_whose_saving_was_cut_short_counts_as_never_made(agentos_home: Path) -> None:
+    """Found by killing forget at random moments: killed while it saved the request (a data file, no commit), the
+    agent then failed to open ("could not open table 'forget_pending_...'"). Nothing was forgotten yet then."""
+    agent = remembering_agent()
+    agent_id = agent.id
+    agent.close()
+    leftover = agentos_home / "db" / f"forget_pending_{agent_id}.lance" / "data"
+    leftover.mkdir(parents=True)
+    (leftover / "cut-short.lance").write_bytes(b"\x00" * 64)
+    agent = Agent.load("ada", with_model=False)
+    assert pending(agent.store.db, agent_id) is None and not leftover.parent.exists()
+    assert SECRET in agent.block("human").value  # nothing was forgotten: the request never landed
+    agent.forget(ForgetRequest(text=SECRET))  # and it can be asked again
+    agent.close()
+    assert where_found(agentos_home, SECRET) == set()
+
+
+def test_files_a_cleanup_cut_short_left_behind_are_swept(agentos_home: Path) -> None:
+    """Found by killing forget at random moments: killed inside LanceDB's cleanup after it removed old versions'
+    manifests but before their data files, the files stayed for good (no version left to clean up names them)."""
+    import os
+    import time
+
+    agent = remembering_agent()
+    agent.forget(ForgetRequest(text=SECRET))
+    db = agentos_home / "db"
+    archival_table = next(n for n in agent.tiers.stored_tables() if n.startswith("archival_"))
+    own = db / f"{archival_table}.lance" / "data" / "left-by-a-cut-cleanup.lance"
+    shared = db / "memory_edits.lance" / "data" / "left-by-a-cut-cleanup.lance"
+    fresh = db / "memory_edits.lance" / "data" / "another-process-writing-now.lance"
+    for path in (own, shared, fresh):
+        path.write_bytes(f"old row: {SECRET}".encode())
+    an_hour_ago = time.time() - 3600
+    os.utime(shared, (an_hour_ago, an_hour_ago))
+    agent.forget(ForgetRequest(text=SECRET))  # nothing left in any table: the sweep alone
+    agent.close()
+    assert not own.exists() and not shared.exists()
+    assert fresh.exists()  # in a table every agent writes, a file made just now may be another commit's: kept

@@ -267,8 +267,9 @@ def race(store: Store, workdir: Path, edits: int) -> dict[str, dict[str, float]]
 
 
 def test_two_processes_editing_one_shared_block_lose_no_edit(store: Store, tmp_path: Path) -> None:
-    """200 edits in all, 100 from each process (benchmarks/shared_block_race.py prints the figures)."""
-    edits = 100
+    """60 edits in all, 30 from each process at once (`benchmarks/shared_block_race.py --edits 100` makes the 200 of
+    the issue and prints the figures: every line kept, both logs complete)."""
+    edits = 30
     figures = race(store, tmp_path, edits)
     lines = {f"{n} line {i}" for n in "ab" for i in range(edits)}
     final = store.shared.all()[0].value

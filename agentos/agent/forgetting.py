@@ -11,6 +11,7 @@ request; (5) every table touched loses its older versions and has its full-text 
 from __future__ import annotations
 
 import json
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -217,7 +218,7 @@ def _plan_points(session: Any, plan: ForgetPlan) -> None:
 
 def carry_out(session: Any, plan: ForgetPlan) -> list[str]:
     """Take out everything `plan` reaches (the session has saved and stopped background work); the tables done."""
-    db = session.store.db
+    db, began = session.store.db, time.time()
     mark_pending(db, session.id, plan.request.model_dump_json())
     session.state.forget(plan.state, plan.seqs, cut_shared_rows(session, plan))
     session.save()
@@ -229,7 +230,7 @@ def carry_out(session: Any, plan: ForgetPlan) -> list[str]:
     # every table, not only those changed now: a run a crash cut short may have left older copies anywhere
     own = [*(n for n in plan.labels if n not in SHARED_TABLES), state_table_name(session.id), session.history.table_name]
     shared = [n for n in plan.labels if n in SHARED_TABLES] + ([SHARED_TABLE] if plan.shared_rows else [])
-    done = leave_no_copy(db, own, shared)
+    done = leave_no_copy(db, own, shared, began)
     clear_pending(db, session.id)  # last: a crash before it has the next open carry the request out again
     return done
 

@@ -11,18 +11,23 @@ full-text index is built again, so that no file under the data home still holds 
 
 from __future__ import annotations
 
+import shutil
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from agentos.errors import StorageError
 from agentos.storage.db import Database
 from agentos.storage.failures import retry_conflicts, storage_errors
 from agentos.storage.filters import quote
+from agentos.storage.rewrites import remove_unopenable
 
 SHARED_TABLES = ("messages", "memory_edits", "audit_log")  # rows of every agent, told apart by `agent_id`
 # Columns that never hold what was said: ids, kinds, hashes, names of things agentos made.
@@ -36,6 +41,7 @@ NOT_CONTENT = frozenset({
 REFERENCES = ("id", "message_id", "source_ids", "message_ids", "fact_id", "old_fact_id")
 TIME_COLUMNS = ("created_at", "recorded_at", "at")  # a row's moment, the first of these it has
 DELETE_BATCH = 300
+SHARED_SWEEP_MARGIN_S = 10.0  # a shared table's unused file made this long before the forget began is no commit in progress
 PENDING = pa.schema([pa.field("request", pa.string(), nullable=False)])  # a forget request under way, as JSON
 
 
@@ -160,7 +166,7 @@ def rewrite(db: Database, name: str, rows: pa.Table) -> None:
     db.forget(name)
 
 
-def leave_no_copy(db: Database, own: Iterable[str], shared: Iterable[str] = ()) -> list[str]:
+def leave_no_copy(db: Database, own: Iterable[str], shared: Iterable[str] = (), began: float | None = None) -> list[str]:
     """For each table: compact deleted rows out of their files, build its full-text indexes again and remove every
     older version (none is kept), so no file holds a forgotten row; the names of the tables done. An agent's own
     table also loses files no version refers to (a write a crash cut short, the leftovers of a drop it cut short):
@@ -188,8 +194,36 @@ def leave_no_copy(db: Database, own: Iterable[str], shared: Iterable[str] = ()) 
                 retry_conflicts(f"clean up {name!r}", partial(table.optimize, cleanup_older_than=timedelta(0),
                                                               delete_unverified=name in mine),
                                 table.checkout_latest)
+            if "://" not in db.uri:
+                table.checkout_latest()
+                made_before = None if name in mine else (time.time() if began is None else began) - SHARED_SWEEP_MARGIN_S
+                sweep_unreferenced(Path(db.uri) / f"{name}.lance", table, made_before)
         done.append(name)
     return done
+
+
+def sweep_unreferenced(folder: Path, table: Any, made_before: float | None) -> int:
+    """Remove the data files and index folders of a local table that its newest version does not use (and, with
+    `made_before`, were made before that moment: an older file is no other process's commit in progress): those a
+    cleanup cut short by a crash left behind once their versions' manifests were gone (LanceDB's cleanup then finds
+    no version to clean up, and leaves them). How many went."""
+    used = {f.path.rsplit("/", 1)[-1] for fragment in table.to_lance().get_fragments() for f in fragment.data_files()}
+    indexes = {str(i.index_uuid) for i in table.list_indices()}
+    removed = 0
+    for path in [*(folder / "data").glob("*.lance"), *((folder / "_indices").glob("*"))]:
+        if path.name in (indexes if path.parent.name == "_indices" else used):
+            continue
+        try:
+            if made_before is not None and path.stat().st_mtime >= made_before:
+                continue  # perhaps another process's commit, writing it right now
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def pending_table_name(agent_id: str) -> str:
@@ -200,14 +234,17 @@ def pending_table_name(agent_id: str) -> str:
 def mark_pending(db: Database, agent_id: str, request_json: str) -> None:
     """Keep the request until it is carried out to its end, so that a crash part-way is finished by the next open.
     Its own table, so that dropping it at the end leaves no older version holding what it names."""
-    name = pending_table_name(agent_id)
-    db.drop(name)
-    db.create(name, PENDING, [{"request": request_json}])
+    clear_pending(db, agent_id)
+    db.create(pending_table_name(agent_id), PENDING, [{"request": request_json}])
 
 
 def pending(db: Database, agent_id: str) -> str | None:
     """The forget request a crash cut short, as saved by `mark_pending`; None when there is none."""
-    table = db.existing(pending_table_name(agent_id))
+    try:
+        table = db.existing(pending_table_name(agent_id))
+    except StorageError:  # its creation was cut short: nothing was saved, and nothing forgotten yet (it comes first)
+        clear_pending(db, agent_id)
+        return None
     if table is None:
         return None
     with storage_errors("read the forget request under way"):
@@ -216,5 +253,10 @@ def pending(db: Database, agent_id: str) -> str | None:
 
 
 def clear_pending(db: Database, agent_id: str) -> None:
-    db.drop(pending_table_name(agent_id))
+    """Drop the request's table (also one whose creation a crash cut short, which LanceDB cannot open)."""
+    try:
+        db.drop(pending_table_name(agent_id))
+    except StorageError:
+        db.forget(pending_table_name(agent_id))
+        remove_unopenable(db.connection, pending_table_name(agent_id))
 

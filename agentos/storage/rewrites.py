@@ -58,7 +58,7 @@ def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
     try:
         copy = conn.open_table(name + SWAP_SUFFIX)
     except Exception:  # noqa: BLE001 - never committed: the table itself is whole
-        _remove_unopenable(conn, name + SWAP_SUFFIX)
+        remove_unopenable(conn, name + SWAP_SUFFIX)
         return
     wanted = copy.count_rows()
     try:  # every file read: a drop a crash cut short leaves a table whose manifest counts rows it no longer has
@@ -73,7 +73,7 @@ def restore_interrupted_swap(conn: Any, name: str, names: list[str]) -> None:
     conn.drop_table(name + SWAP_SUFFIX)
 
 
-def _remove_unopenable(conn: Any, name: str) -> None:
+def remove_unopenable(conn: Any, name: str) -> None:
     """Remove a table that cannot be opened (its first commit never landed): through LanceDB, or its local folder."""
     try:
         conn.drop_table(name)
