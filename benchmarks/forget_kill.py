@@ -107,8 +107,10 @@ def check(home: Path) -> dict[str, bool]:
         waiting.append(pending(reader.store.db, reader.id) is not None)  # a forget the kill cut short
         reader.close()
         Agent.load(name, home=home, with_model=False).close()
-    again = not any(waiting) and bool(traces(home, SECRET))
-    if again:  # killed before it saved the request (nothing was forgotten yet): as a person would, run it again
+    # kim's request is saved last, after its copy's: killed before that, kim had not begun (the copy, if marked, was
+    # finished by its opening): the command never said it was done, and a person runs it again
+    again = not waiting[0] and bool(traces(home, SECRET))
+    if again:
         agent = Agent.load("kim", home=home, with_model=False)
         forget_everywhere(agent, ForgetRequest(text=SECRET))
         agent.close()
@@ -158,7 +160,7 @@ def main() -> int:
     print(f"{args.runs} runs killed at a random moment of the forget (0 to {duration * KILL_WINDOW:.2f} s): "
           f"{tally['killed']} killed mid-way, {tally['done']} finished first; "
           f"{tally['finished on reopening']} forgets finished by reopening the agents, {tally['run again']} killed before "
-          f"the request was saved (nothing forgotten yet) and run again")
+          f"kim's own request was saved (kim untouched) and run again")
     print(f"string found anywhere afterwards: {sum(1 for _, r, _ in failures if not r['clean'])} of {args.runs}; "
           f"the rest of what the agent knew lost: {sum(1 for _, r, _ in failures if not r['kept'])} of {args.runs}")
     for run, result, places in failures[:5]:
