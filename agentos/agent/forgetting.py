@@ -94,7 +94,7 @@ def _snippet(request: ForgetRequest, value: Any) -> str | None:
         flat = " ".join(text.split())
         if request.text is None:
             return flat[:SNIPPET_CHARS] + ("…" if len(flat) > SNIPPET_CHARS else "")
-        found = request._pattern().search(flat)
+        found = request.pattern().search(flat)
         if found:
             start = max(0, found.start() - 25)
             piece = flat[start:start + SNIPPET_CHARS]

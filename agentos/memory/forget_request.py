@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, model_validator
@@ -84,9 +85,10 @@ class ForgetRequest(BaseModel):
         until = self.until.strftime("%Y-%m-%d %H:%M UTC") if self.until else "now"
         return f"what was said or stored from {since} to {until}"
 
-    def _pattern(self) -> re.Pattern[str]:
+    def pattern(self) -> re.Pattern[str]:
+        """What `text` matches, any case (compiled once per request text)."""
         assert self.text is not None
-        return re.compile(self.text if self.regex else re.escape(self.text), re.IGNORECASE)
+        return _compiled(self.text, self.regex)
 
     def matches(self, value: Any) -> bool:
         """Whether a stored value (a string, or a list of them) holds the text; False for a request of another kind."""
@@ -96,7 +98,7 @@ class ForgetRequest(BaseModel):
             return any(self.matches(v) for v in value)
         if isinstance(value, bytes):
             value = value.decode("utf-8", errors="replace")
-        return isinstance(value, str) and self._pattern().search(value) is not None
+        return isinstance(value, str) and self.pattern().search(value) is not None
 
     def within(self, moment: datetime | None) -> bool:
         """Whether a moment falls in the period (False for a request of another kind)."""
@@ -116,3 +118,8 @@ class ForgetRequest(BaseModel):
         parts = re.split(r"(?<=[.!?])\s+|\n+", text)
         kept = [p for p in parts if p and not self.matches(p)]
         return " ".join(kept), sum(1 for p in parts if p) - len(kept)
+
+
+@lru_cache(maxsize=16)
+def _compiled(text: str, regex: bool) -> re.Pattern[str]:
+    return re.compile(text if regex else re.escape(text), re.IGNORECASE)
