@@ -221,30 +221,7 @@ def test_a_rewind_leaves_a_shared_block_as_it_is(store: Store) -> None:
 
 # -- two processes editing one shared block at once ------------------------------------------------
 
-RACER = """
-import json, sys, time
-from pathlib import Path
-from agentos import Agent
-from agentos.messages import ToolCall
-name, count, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
-agent = Agent.load(name, with_model=False)
-(go.parent / f"{name}.ready").touch()
-while not go.exists():
-    time.sleep(0.005)
-conflicts, started = 0, time.perf_counter()
-for i in range(count):
-    call = ToolCall(id=f"{name}-{i}", name="core_memory_append",
-                    arguments=json.dumps({"label": "team", "content": f"{name} line {i}"}))
-    while True:  # as a model would: told the block changed meanwhile, it makes the same edit again
-        outcome = agent.tools.execute(call, agent.tool_context(call.id))
-        if not outcome.is_error:
-            break
-        assert "changed meanwhile" in outcome.text, outcome.text
-        conflicts += 1
-    agent.save()
-agent.close()
-print(json.dumps({"conflicts": conflicts, "seconds": time.perf_counter() - started}))
-"""
+RACER = REPO / "benchmarks" / "shared_block_race.py"  # `--racer NAME COUNT GO`: one process's appends, retried as a model would
 
 
 def race(store: Store, workdir: Path, edits: int) -> dict[str, dict[str, float]]:
@@ -252,7 +229,7 @@ def race(store: Store, workdir: Path, edits: int) -> dict[str, dict[str, float]]
     team_pair(store, limit=100_000)
     go = workdir / "go"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    racers = {name: subprocess.Popen([sys.executable, "-c", RACER, name, str(edits), str(go)], env=env,
+    racers = {name: subprocess.Popen([sys.executable, str(RACER), "--racer", name, str(edits), str(go)], env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in "ab"}
     deadline = time.monotonic() + 60
     while not all((workdir / f"{n}.ready").exists() for n in "ab") and time.monotonic() < deadline:

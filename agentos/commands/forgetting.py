@@ -3,6 +3,7 @@ preview, then carried out one agent at a time; what cannot be forgotten is said.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -60,7 +61,7 @@ def build_request(*, text: str | None = None, regex: str | None = None, fact_id:
 def others_of(agent: Agent, request: ForgetRequest) -> list[str]:
     """The other agents that hold what `agent` holds: the copies its rewinds kept (`NAME.before-rewind-N`), oldest
     first, then, for text, the agents sharing with it a block that holds the text (their copies and logs hold it)."""
-    names = [name for _, name in backups(agent.name, agent.store.agent_rows())]
+    names = [name for _, name in backups(agent.name, agent.store.agents.directory.names())]
     ids = {b.shared_id for b in agent.blocks if b.shared_id is not None}
     if request.by_content and ids:
         holding = {i for i, row in agent.store.shared.get(ids).items() if request.matches(row.value)}
@@ -68,42 +69,43 @@ def others_of(agent: Agent, request: ForgetRequest) -> list[str]:
     return [n for n in dict.fromkeys(names) if n != agent.name]
 
 
-def plan_everywhere(agent: Agent, request: ForgetRequest) -> list[ForgetReport]:
-    """What `request` would take from `agent` and from the others holding it (nothing changes)."""
-    reports = [ForgetReport.of(agent.name, agent.forget(request, dry_run=True))]
-    for name in others_of(agent, request):
+def _in_each(agent: Agent, names: list[str], work: Callable[[Agent], ForgetPlan], *,
+             read_only: bool) -> list[ForgetReport]:
+    """`work` on each agent named (opened from `agent`'s store), a report each; one that cannot be opened (in use
+    elsewhere) is reported, and the others go on."""
+    reports = []
+    for name in names:
         try:
-            other = Agent.load(name, store=agent.store, read_only=True)
+            other = Agent.load(name, store=agent.store, read_only=read_only, with_model=False)
         except AgentOSError as exc:
-            reports.append(ForgetReport(name, error=str(exc)))
+            hint = "" if read_only else f" Forget it there with: agentos forget {name}"
+            reports.append(ForgetReport(name, error=f"{exc}{hint}"))
             continue
         try:
-            reports.append(ForgetReport.of(name, other.forget(request, dry_run=True)))
+            reports.append(ForgetReport.of(name, work(other)))
         finally:
             other.close()
     return reports
+
+
+def plan_everywhere(agent: Agent, request: ForgetRequest) -> list[ForgetReport]:
+    """What `request` would take from `agent` and from the others holding it (nothing changes)."""
+    def plan(one: Agent) -> ForgetPlan:
+        return one.forget(request, dry_run=True)
+    return [ForgetReport.of(agent.name, plan(agent)), *_in_each(agent, others_of(agent, request), plan,
+                                                                read_only=True)]
 
 
 def forget_everywhere(agent: Agent, request: ForgetRequest) -> list[ForgetReport]:
     """Forget `request` in `agent` (open for writing) and in the others holding it (see `others_of`); one report per
-    agent. One that cannot be opened (in use elsewhere) is reported, and the others go on."""
+    agent."""
     others = others_of(agent, request)
-    rows = agent.store.agent_rows()
+    ids = agent.store.agents.directory.names()  # names only: no agent's state is read
     for name in others:  # each finishes on its next open if this process dies before reaching it
-        mark_pending(agent.store.db, rows[name].agent_id, request.model_dump_json())
-    reports = [ForgetReport.of(agent.name, agent.forget(request))]
-    for name in others:
-        try:
-            other = Agent.load(name, store=agent.store, with_model=False)
-        except AgentOSError as exc:
-            reports.append(ForgetReport(name, error=f"{exc} Forget it there with: agentos forget {name}"))
-            continue
-        try:
-            reports.append(ForgetReport.of(name, other.forget(request)))
-        finally:
-            other.close()
-    return reports
-
+        mark_pending(agent.store.db, ids[name], request.model_dump_json())
+    def forget(one: Agent) -> ForgetPlan:
+        return one.forget(request)
+    return [ForgetReport.of(agent.name, forget(agent)), *_in_each(agent, others, forget, read_only=False)]
 
 def describe(reports: list[ForgetReport], request: ForgetRequest, *, done: bool) -> list[str]:
     """Lines for people: per agent, what goes from where (with a few examples), then what cannot be forgotten."""
