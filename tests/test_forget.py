@@ -371,3 +371,16 @@ def test_files_a_cleanup_cut_short_left_behind_are_swept(agentos_home: Path) -> 
     agent.close()
     assert not own.exists() and not shared.exists()
     assert fresh.exists()  # in a table every agent writes, a file made just now may be another commit's: kept
+
+
+def test_the_command_kept_as_an_agents_holder_never_keeps_what_was_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by running `agentos forget sam --text ... --check` by hand: the forgotten text stayed in the state table,
+    in the lease holder's command line, which the forget itself wrote."""
+    from agentos.storage import lease
+
+    for argv, kept in ([["/usr/bin/agentos", "forget", "sam", "--text", SECRET, "--yes"], "agentos forget sam"],
+                       [["/usr/bin/agentos", "memory", "sam", "set", "human", f"Code: {SECRET}"], "agentos memory sam set"],
+                       [["/usr/bin/agentos", "chat", "sam"], "agentos chat sam"]):
+        monkeypatch.setattr(lease.sys, "argv", argv)
+        command = lease.Holder.this_process().command  # the program as this process was started, then the words
+        assert command.endswith(kept.removeprefix("agentos")) and SECRET not in command

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -47,8 +48,14 @@ def _machine() -> str | None:
         return None
 
 
+COMMAND_WORDS = 3  # the arguments a holder's command keeps: names, never what was typed after them
+_NAME_LIKE = re.compile(r"[\w.@:/-]{1,64}")
+
+
 def _command() -> str:
-    """This process's command line, as a user would recognise it (`agentos chat sam`, `python -m pytest`)."""
+    """This process's command, as a user would recognise it (`agentos chat sam`, `python -m pytest`): the program and
+    at most its first few arguments that look like names, up to the first option. It is stored with the agent's state
+    for anyone to read, so no text an argument gives (`forget --text ...`, `memory set ... TEXT`) is kept."""
     argv = list(sys.argv) or [""]
     first = Path(argv[0]) if argv[0] not in ("", "-c") else None
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
@@ -60,7 +67,12 @@ def _command() -> str:
         program = f"python {argv[0]}"
     else:
         program = first.name
-    return " ".join([program, *argv[1:]])[:200]
+    words: list[str] = []
+    for arg in argv[1:]:
+        if arg.startswith("-") or not _NAME_LIKE.fullmatch(arg) or len(words) == COMMAND_WORDS:
+            break
+        words.append(arg)
+    return " ".join([program, *words])[:200]
 
 
 @dataclass(frozen=True)
