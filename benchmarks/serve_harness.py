@@ -129,13 +129,13 @@ def rss_mib(pid: int, kind: str = "VmRSS") -> float:
 
 
 def cpu_s(pid: int) -> float:
-    """CPU seconds the server (and its workers) used so far."""
+    """CPU seconds the server (and its workers) used so far, workers that ended and were waited for included."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for each in tree_of(pid):
         try:
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, and those of children waited for
         except (OSError, IndexError):
             pass
     return total / tick
@@ -160,7 +160,8 @@ def cpu_split(pid: int) -> dict[str, float]:
 class Server:
     """`agentos serve` in its own process over a temporary data home, with users and their keys."""
 
-    def __init__(self, users: int, workers: int, queue: int, release_after: float | None) -> None:
+    def __init__(self, users: int, workers: int, queue: int, release_after: float | None,
+                 recycle_mib: int | None = None) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="agentos-load-"))
         self.env = {**os.environ, "AGENTOS_HOME": str(self.home), "LANCEDB_LOG": "error"}
         self.keys: dict[str, str] = {}
@@ -177,6 +178,8 @@ class Server:
             command += ["--workers", str(workers)]
         if release_after is not None:
             command += ["--release-after", f"{release_after:g}"]
+        if recycle_mib:
+            command += ["--recycle-mib", str(recycle_mib)]
         self.process = subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         text=True)
         assert self.process.stderr is not None

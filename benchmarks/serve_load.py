@@ -280,6 +280,8 @@ async def soak_run(client: Any, server: Server, agents: Agents, count: int, tota
                 marks.update(t=now, cpu=cpu, errors=errors)
 
     await asyncio.gather(*(client_loop(name) for name in names))
+    for kind, count in run.errors.items():
+        print(f"  errors: {count} x {kind}: {run.said.get(kind, '')}", flush=True)
     result = await read_back(client, server, Agents({n: agents.owner[n] for n in names}), [run])
     print(f"read-back: {result['acknowledged']:,} acknowledged, lost {result['lost']}, duplicated "
           f"{result['duplicated']}, replies that differ {result['reply_differs']}")
@@ -291,7 +293,7 @@ async def soak_run(client: Any, server: Server, agents: Agents, count: int, tota
 async def main_async(args: argparse.Namespace) -> int:
     mock, port = start_mock()
     model = f"openai-compatible/mock@http://127.0.0.1:{port}/v1"
-    server = Server(args.users, args.workers, args.queue, args.release_after)
+    server = Server(args.users, args.workers, args.queue, args.release_after, args.recycle_mib)
     failed = 0
     try:
         # idle connections are dropped before uvicorn's 5 s keep-alive ends: reusing one it is closing fails the request
@@ -380,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paced-seconds", type=float, default=20.0)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--soak", action="store_true")
+    parser.add_argument("--recycle-mib", type=int, help="agentos serve --recycle-mib: replace a worker over this heap")
     parser.add_argument("--soak-agents", type=int, default=50)
     parser.add_argument("--soak-turns", type=int, default=10_000)
     parser.add_argument("--every", type=int, default=1000)

@@ -385,3 +385,33 @@ def test_three_workers_a_sigkill_mid_turn_loses_nothing_acknowledged_and_another
     assert no_lease(bucket)
     saved = Agent.load("sam", store=bucket, read_only=True, with_model=False)
     assert bucket.count_messages(saved.id) == saved.state.message_count == len(messages)  # no rows left over
+
+
+def test_a_worker_over_its_heap_bound_is_replaced_and_its_clients_notice_nothing(agentos_home: Path, model: str) -> None:
+    # --recycle-mib 1: every worker is over it as soon as it serves, so workers are replaced one after another while
+    # a client keeps talking to one agent over a kept-alive connection (a local database: the agent moves between the
+    # workers by its lease, at once on one host)
+    supervisor = Serve(agentos_home, "--recycle-mib", "1", "--wait", "30")
+    with running(supervisor, before=lambda: Agent.create("sam", model=model, with_model=False).close()) as (url,), \
+            httpx2.Client(base_url=url, timeout=60) as client:
+        sent: list[str] = []
+        deadline = time.monotonic() + 120
+        while sum("retires" in line for line in supervisor.lines) < 2:
+            assert time.monotonic() < deadline, "".join(supervisor.lines)
+            text = f"turn {len(sent)}"
+            try:
+                response = client.post("/api/agents/sam/messages", json={"text": text})
+            except httpx2.TransportError as exc:
+                raise AssertionError(f"{text}: {exc!r}\n" + "".join(supervisor.lines)) from exc
+            assert response.status_code == 200, response.text + "".join(supervisor.lines)  # a retiring worker answers
+            assert response.json()["reply"] == f"ok: {text}"
+            sent.append(text)
+        retired = [int(m.group(1)) for line in supervisor.lines if (m := re.search(r"worker pid (\d+) retires", line))]
+        for pid in retired:  # each retired worker stopped once its client had moved on: no process left behind
+            wait_for(lambda p=pid: not Path(f"/proc/{p}").exists() or "(Z" in Path(f"/proc/{p}/stat").read_text()
+                     or ") Z" in Path(f"/proc/{p}/stat").read_text(), 40, supervisor)
+        assert not any("retired worker" in line for line in supervisor.lines), supervisor.lines  # each exited 0
+        assert exchanges(stored(url)) == [(text, f"ok: {text}") for text in sent]  # each turn once, in order
+        print(f"\nretired {len(retired)} workers during {len(sent)} turns")
+        assert supervisor.stop() == 0
+    assert no_lease(open_store())

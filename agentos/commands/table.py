@@ -335,6 +335,10 @@ SERVE_COMMANDS = (
                 Arg("--wait", type="seconds", default=10.0, metavar="SECONDS",
                     help="how long a request waits for another process to give its agent back before it is refused "
                          "with 409 (default 10)"),
+                Arg("--recycle-mib", type="count_above_zero", metavar="MIB",
+                    help="replace a worker whose heap passes MIB MiB by a fresh one (started first; the old one "
+                         "finishes its turns and gives its agents back): bounds a long-running server's memory, "
+                         "which LanceDB grows by about 1 KB per commit (default: off)"),
             )),
 )
 

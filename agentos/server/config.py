@@ -36,6 +36,7 @@ class ServeConfig:
     workers: int = 1  # server processes sharing the port; each serves any agent (see docs/serve.md, "Several workers")
     release_after: float | None = RELEASE_AFTER  # an agent idle this long is given back (None: held until shutdown)
     wait_for_holder: float = WAIT_FOR_HOLDER  # how long a request waits for another process to give its agent back
+    recycle_mib: float | None = None  # a worker whose heap passes this is replaced by a fresh one (see server.run)
 
 
 def is_loopback(host: str) -> bool:

@@ -9,10 +9,14 @@ fresh interpreter each: nothing of LanceDB's runtime is copied by a fork), a wor
 or Ctrl-C is passed on to every worker, each of which drains as one server does. (Not uvicorn's own `workers=`: its
 workers are plain uvicorn servers made from an import string, so the config would travel through the environment and
 the drain that starts at the signal would be lost; one shared socket, unlike SO_REUSEPORT, also loses no connection
-queued at a worker that dies, and works with port 0.)"""
+queued at a worker that dies, and works with port 0.)
+
+With `recycle_mib`, a worker whose heap passes that many MiB is replaced by a fresh one, its clients served throughout
+(see server.recycle); even one worker then runs under the supervisor."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import multiprocessing
 import os
@@ -32,6 +36,7 @@ from agentos.agent.directory import is_empty, open_store
 from agentos.errors import AgentOSError
 from agentos.server.app import AgentosApp, create_app
 from agentos.server.config import ServeConfig, require_loopback
+from agentos.server.recycle import Recycler, Retiring
 from agentos.server.registry import CANCEL_GRACE, CLOSE_SECONDS
 
 SDKS = ("openai",)  # imported when a server starts (OpenAI's also speaks to local servers; Anthropic's waits for a turn)
@@ -63,9 +68,10 @@ def bind(host: str, port: int) -> socket.socket:
 class Server(uvicorn.Server):
     """uvicorn's server, which starts draining the agents the moment it is asked to stop."""
 
-    def __init__(self, config: uvicorn.Config, app: AgentosApp) -> None:
+    def __init__(self, config: uvicorn.Config, app: AgentosApp, retiring: Retiring) -> None:
         super().__init__(config)
         self.agentos_app = app
+        self.retiring = retiring
         self.on_started: Callable[[], None] | None = None  # called once it serves
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -77,15 +83,38 @@ class Server(uvicorn.Server):
         super().handle_exit(sig, frame)
         registry = self.agentos_app.registry
         if registry is not None:  # from a signal handler: hand the drain to the event loop
-            registry.loop.call_soon_threadsafe(registry.begin_drain)
+            registry.loop.call_soon_threadsafe(self._stop_accepting_then_drain)
+
+    def _stop_accepting_then_drain(self) -> None:
+        """Close this process's listeners at once (uvicorn would within 0.1 s, taking connections meanwhile that the
+        drain would refuse; the socket stays open in the other workers, which take them), then drain."""
+        for listener in getattr(self, "servers", []):
+            listener.close()
+        registry = self.agentos_app.registry
+        if registry is not None:
+            registry.begin_drain()
+
+    def retire(self, sig: int, frame: FrameType | None) -> None:
+        """SIGUSR1: stop taking connections, serve the open ones until each has had its last answer, then stop as on
+        SIGTERM (see `recycle.Retiring`)."""
+        registry = self.agentos_app.registry
+        if registry is not None and not self.should_exit:
+            registry.loop.call_soon_threadsafe(self._retire, registry.loop)
+
+    def _retire(self, loop: asyncio.AbstractEventLoop) -> None:
+        for listener in getattr(self, "servers", []):
+            listener.close()
+        connections = self.server_state.connections
+        loop.create_task(self.retiring.begin(lambda: len(connections), lambda: self.handle_exit(signal.SIGTERM, None)))
 
 
 def server_for(config: ServeConfig, log_level: str = "warning") -> Server:
     """The uvicorn server of an app for `config` (its graceful stop bounded by the drain)."""
     app = create_app(config)
-    settings = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False,
+    retiring = Retiring(app)
+    settings = uvicorn.Config(retiring, log_level=log_level, lifespan="on", access_log=False,
                               timeout_graceful_shutdown=int(config.drain_seconds + CANCEL_GRACE + 1))
-    return Server(settings, app)
+    return Server(settings, app, retiring)
 
 
 def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
@@ -97,7 +126,7 @@ def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
     workers = f"{config.workers} worker processes; " if config.workers > 1 else ""
     (say or _print)(f"agentos serve: http://{shown}:{port} (API docs at http://{shown}:{port}/docs); {workers}stop with "
                     f"Ctrl-C or SIGTERM, which lets running turns finish for up to {config.drain_seconds:g} s.")
-    if config.workers > 1:
+    if config.workers > 1 or config.recycle_mib:
         try:
             return supervise(config, sock, say or _print)
         finally:
@@ -115,8 +144,10 @@ def run_until_stopped(server: Server, sock: socket.socket) -> None:
     """Serve on `sock` until SIGTERM or Ctrl-C, even one that comes before uvicorn listens for them. (uvicorn raises
     the signal again once stopped: the server's own handler takes it, quietly.)"""
     main = threading.current_thread() is threading.main_thread()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.signal(sig, server.handle_exit) for sig in signals} if main else {}
+    handlers = {signal.SIGINT: server.handle_exit, signal.SIGTERM: server.handle_exit}
+    if hasattr(signal, "SIGUSR1"):  # (not on Windows, where there is no supervisor to send it)
+        handlers[signal.SIGUSR1] = server.retire
+    previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()} if main else {}
     try:
         server.run(sockets=[sock])
     finally:
@@ -167,6 +198,7 @@ def supervise(config: ServeConfig, sock: socket.socket, say: Callable[[str], Non
     main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, lambda s, f: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
     workers = [Worker(config, sock) for _ in range(config.workers)]
+    recycler: Recycler[Worker] = Recycler(config.recycle_mib, lambda: Worker(config, sock), say)
     failed = False
     try:
         while not stop.wait(0.1):
@@ -179,9 +211,10 @@ def supervise(config: ServeConfig, sock: socket.socket, say: Callable[[str], Non
                     stop.set()
                     break
                 say(f"agentos serve: {worker.describe_end()}; starting another.")
-                workers[number] = Worker(config, sock)
+                workers[number] = recycler.replacement_of(worker.process.pid) or Worker(config, sock)
+            workers = recycler.step(workers)
     finally:
-        failed = not _stop_all(workers, config) or failed
+        failed = not _stop_all([*workers, *recycler.pending.values(), *recycler.retiring], config) or failed
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 1 if failed else 0
