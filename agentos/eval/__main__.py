@@ -115,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
                                           "(default: none; those paths are left out)")
     p.add_argument("--ablation", action="store_true",
                    help="every path alone, then cumulative, with gains over keywords alone (95%% paired bootstrap)")
+    p.add_argument("--folds", type=positive, default=1,
+                   help="split the conversations by their order in the file into N folds (2: LoCoMo's 1-5 and 6-10) "
+                        "and report each held out: weights chosen on the other folds, and the rule that a path is on "
+                        "by default only if its gain over keywords alone excludes zero on every fold")
+    p.add_argument("--categories", type=categories, default=(1, 2, 3, 4),
+                   help="LoCoMo's question categories to ask, e.g. 3 for open-domain alone (default 1,2,3,4)")
     add_qa(sub)
     args = parser.parse_args(argv)
     if args.suite == "locomo-qa":
@@ -128,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                               sample=args.sample, seed=args.seed, conversations=args.conversations,
                               window=args.window, prompts=args.prompts))
     return run_retrieval(args.path, embedder=args.embedder, limit=args.limit, home=args.home, paths=args.paths,
-                         ablation=args.ablation, search_model=args.search_model)
+                         ablation=args.ablation, search_model=args.search_model, folds=args.folds,
+                         categories=args.categories)
 
 
 if __name__ == "__main__":

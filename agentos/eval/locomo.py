@@ -10,11 +10,10 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from agentos.agent.agent import Agent
 from agentos.agent.state import AgentSettings, SearchSettings
@@ -22,7 +21,6 @@ from agentos.embedders.base import NoEmbedder
 from agentos.embedders.onnx_models import INSTALL
 from agentos.errors import AgentOSError
 from agentos.eval.conversations import (
-    CATEGORIES,
     DatasetError,
     agent_name,
     category,
@@ -30,7 +28,9 @@ from agentos.eval.conversations import (
     read_samples,
     turn_messages,
 )
+from agentos.eval.folds import fold_of, report, weight_grid
 from agentos.eval.models import resolve
+from agentos.eval.scoring import Config, K, ablation, compare, paired_gain, percentile, score, table
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
 from agentos.messages import Message
@@ -40,7 +40,7 @@ from agentos.retrieval.recall_paths import MODEL_PATHS, PATHS, STAGES
 from agentos.storage import Store
 from agentos.tokens import EstimateCounter
 
-K = 10
+__all__ = ["Config", "K", "paired_gain", "run", "score"]
 
 
 def load_conversation(store: Store, sample: dict[str, Any], embedder: str, messages: list[Message]) -> Agent:
@@ -72,34 +72,6 @@ def keyword_recall(store: Store, agent: Agent) -> RecallTier:
                                   rankers=agent.tiers.rankers))
 
 
-def score(ranked: list[str], evidence: set[str]) -> dict[str, float]:
-    first = next((i for i, d in enumerate(ranked) if d in evidence), None)
-    return {
-        "hit@1": float(first is not None and first < 1),
-        "hit@5": float(first is not None and first < 5),
-        "hit@10": float(first is not None and first < 10),
-        "recall@10": len(evidence & set(ranked[:K])) / len(evidence),
-        "mrr": 1.0 / (first + 1) if first is not None else 0.0,
-    }
-
-
-@dataclass
-class Config:
-    """One way of searching: the paths fused, and what it scored."""
-
-    paths: tuple[str, ...] | None  # None: the agent's default paths
-    scores: dict[int, list[dict[str, float]]] = field(default_factory=dict)
-    latencies: list[float] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return "+".join(self.paths) if self.paths else "default"
-
-    def overall(self) -> list[dict[str, float]]:
-        return [r for c in (1, 2, 3, 4) for r in self.scores.get(c, [])]
-
-
 def ablation_configs(available: list[str]) -> list[Config]:
     """Each path alone (a stage that reorders what others found, with keywords), then cumulative in PATHS order."""
     alone = [("keyword", p) if p in STAGES else (p,) for p in available]
@@ -111,18 +83,75 @@ def compact(store: Store, agent: Agent) -> None:
     """Compact every table the conversation wrote and fold its rows into the indexes, so that figures do not
     depend on whether background maintenance has run."""
     store.wait_for_maintenance()  # its own compaction first (two at once conflict, and one of them retries)
-    for table in ["messages", *agent.tiers.table_names()]:
-        store.db.optimize(table)
+    for name in ["messages", *agent.tiers.table_names()]:
+        store.db.optimize(name)
+
+
+@dataclass
+class Plan:
+    """What a run asks every question: its configurations, the one it reports (`main`), keywords alone (the base of
+    every gain), each path with keywords (for the decision rule), a grid of weights, and the same paths without
+    vectors, model stages and cross (when the main configuration uses any)."""
+
+    configs: list[Config]
+    main: Config
+    base: Config | None
+    per_path: dict[str, Config]
+    grid: list[Config]
+    without: Config | None
+    dropped: dict[str, Config]  # by path: `main` without it
+
+
+def plan(available: list[str], chosen: tuple[str, ...], *, ablation: bool, folds: int) -> Plan:
+    """The configurations of a run: `chosen` alone, or with `ablation` every path alone then cumulative; with
+    `folds` over 1, keywords alone, `chosen` itself and its weight grid too, and with `ablation` keyword + each path
+    and `chosen` without each of its paths."""
+    configs = ablation_configs(available) if ablation else [Config(chosen)]
+    main = configs[-1] if ablation else configs[0]
+    per: dict[str, Config] = {}
+    dropped: dict[str, Config] = {}
+    grid: list[Config] = []
+    base: Config | None = None
+    if folds > 1:
+        base = _find(configs, ("keyword",))
+        if ablation:
+            per = {p: _find(configs, ("keyword", p)) for p in available if p != "keyword"}
+            main = _find(configs, chosen)
+            dropped = {p: Config(tuple(q for q in chosen if q != p), name=f"default without {p}")  # what each adds
+                       for p in chosen if p != "keyword"}
+            configs += dropped.values()
+        else:
+            per = {main.label: main}
+        grid = weight_grid(chosen)
+        configs += grid
+    left = tuple(p for p in main.paths or () if p not in ("vector", "cross", *MODEL_PATHS))
+    without = Config(left, name="the same paths without vectors, model stages and cross") \
+        if not ablation and left != main.paths else None
+    return Plan(configs, main, base, per, grid, without, dropped)
+
+
+def _find(configs: list[Config], paths: tuple[str, ...]) -> Config:
+    """The configuration of `paths` (in any order, default weights), added to `configs` when there is none."""
+    for config in configs:
+        if config.paths is not None and set(config.paths) == set(paths) and not config.weights:
+            return config
+    configs.append(Config(paths))
+    return configs[-1]
 
 
 def run(path: str, *, embedder: str = "none", limit: int | None = None, home: str | None = None,
-        paths: tuple[str, ...] | None = None, ablation: bool = False, search_model: str | None = None) -> int:
-    """Load every conversation, ask every question through recall search, print the figures. `search_model`
-    (a model spec) is the model the rewrite and rerank paths ask; without one they are left out."""
+        paths: tuple[str, ...] | None = None, ablation: bool = False, search_model: str | None = None,
+        folds: int = 1, categories: Sequence[int] = (1, 2, 3, 4)) -> int:
+    """Load every conversation, ask every question (of `categories`) through recall search, print the figures. `search_model`
+    (a model spec) is the model the rewrite and rerank paths ask; without one they are left out. `folds` over 1
+    splits the conversations by their order in the file and reports each fold held out (agentos.eval.folds)."""
     try:
         data = read_samples(path, limit)
     except DatasetError as exc:
         print(f"locomo: {exc}", file=sys.stderr)
+        return 2
+    if folds > len(data):
+        print(f"locomo: {folds} folds need as many conversations; {path} has {len(data)}", file=sys.stderr)
         return 2
     available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"  # no consolidation here
                  and (p not in MODEL_PATHS or search_model) and (p != "cross" or "cross" in (paths or ()))]
@@ -132,19 +161,19 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
     default += MODEL_PATHS if search_model else ()
     provider = resolve(search_model) if search_model else None
-    configs = ablation_configs(available) if ablation else [Config(paths or default)]
-    baseline: dict[int, list[dict[str, float]]] = {}  # the same questions without vectors, when an embedder is set
+    runs = plan(available, paths or default, ablation=ablation, folds=folds)
     counter = EstimateCounter()
     load_s = 0.0
     left_out = uncited = 0  # questions that cannot be scored; those whose cited turns the conversation lacks
     root = Path(home) if home else Path(tempfile.mkdtemp(prefix="agentos-locomo-"))
     store = Store(root / "db")
     try:
-        for sample in data:
+        for index, sample in enumerate(data):
             messages = turn_messages(sample)
             if not messages:
                 print(f"locomo: {sample['sample_id']} has no turns; its questions are not asked", file=sys.stderr)
                 continue
+            fold = fold_of(index, len(data), folds)
             t = time.perf_counter()
             agent = load_conversation(store, sample, embedder, messages)
             compact(store, agent)
@@ -154,9 +183,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
             now = max(m.created_at for m in messages)  # questions are asked after the conversation
             if provider is not None:
                 agent.roles.use("search", provider)
-            # the same paths, less vectors, the model's stages and the cross-encoder: a baseline when any is used
-            without = tuple(p for p in configs[0].paths or () if p not in ("vector", "cross", *MODEL_PATHS))
-            keywords = None if ablation or without == configs[0].paths else keyword_recall(store, agent)
+            keywords = keyword_recall(store, agent) if runs.without is not None else None
             recall = agent.tier(RecallTier)
             for qa in sample["qa"]:
                 asked = question_of(qa, turns)
@@ -164,18 +191,23 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
                     left_out += 1
                     continue
                 question, kind, evidence = asked
+                if kind not in categories:
+                    continue
                 uncited += not evidence & turns
-                for config in configs:
+                for config in runs.configs:
+                    agent.settings.search.weights = dict(config.weights or {})
                     t = time.perf_counter()
                     page = recall.search(question, page_size=K, paths=config.paths, now=now)
-                    config.latencies.append((time.perf_counter() - t) * 1000)
-                    config.tokens.append(sum(counter.count(h.text) for h in page.hits[:5]))  # the first page shown
+                    ms = (time.perf_counter() - t) * 1000
                     ranked = [h.id.removeprefix(prefix) for h in page.hits]
-                    config.scores.setdefault(kind, []).append(score(ranked, evidence))
-                if keywords is not None:
-                    hits = keywords.search(question, page_size=K, paths=without, now=now).hits
-                    alone = [h.id.removeprefix(prefix) for h in hits]
-                    baseline.setdefault(kind, []).append(score(alone, evidence))
+                    config.add(kind, fold, score(ranked, evidence), ms,
+                               sum(counter.count(h.text) for h in page.hits[:5]))  # the first page shown
+                agent.settings.search.weights = {}
+                if keywords is not None and runs.without is not None:
+                    t = time.perf_counter()
+                    hits = keywords.search(question, page_size=K, paths=runs.without.paths, now=now).hits
+                    runs.without.add(kind, fold, score([h.id.removeprefix(prefix) for h in hits], evidence),
+                                     (time.perf_counter() - t) * 1000)
     except AgentOSError as exc:
         print(f"locomo: {exc}", file=sys.stderr)
         return 2
@@ -183,76 +215,45 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
         store.close()
         if not home:
             shutil.rmtree(root, ignore_errors=True)
-    main = configs[0] if not ablation else configs[-1]
+    return _print(runs, data, path, embedder=embedder, load_s=load_s, left_out=left_out, uncited=uncited,
+                  ablation_run=ablation, folds=folds)
+
+
+def _print(runs: Plan, data: Sequence[dict[str, Any]], path: str, *, embedder: str, load_s: float, left_out: int,
+           uncited: int, ablation_run: bool, folds: int) -> int:
+    """The figures of a run (exit status 2 when no question could be scored)."""
+    main = runs.main
     latencies = main.latencies
     if not latencies:
         print(f"locomo: no question in {path} names the turns that answer it ('evidence': ['D1:3', ...]), so nothing "
               "can be scored", file=sys.stderr)
         return 2
     print(f"LoCoMo retrieval: {len(data)} conversations, embedder {embedder!r}, paths {main.label}, load {load_s:.1f} s; "
-          f"search p50 {statistics.median(latencies):.1f} ms, p95 {sorted(latencies)[int(0.95 * len(latencies))]:.1f} ms")
-    _table(main)
+          f"search p50 {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms")
+    table(main)
     if left_out or uncited:
         print(f"questions left out (no text, category or cited turn): {left_out}; asked but citing no turn of their "
               f"conversation (scored as misses): {uncited}")
-    if ablation:
-        _ablation(configs)
-    if baseline:
-        _compare(main.overall(), [r for c in (1, 2, 3, 4) for r in baseline.get(c, [])])
+    if folds > 1 and runs.base is not None:
+        report(runs.configs[: len(runs.configs) - len(runs.grid)], runs.base, folds, names=_fold_names(data, folds),
+               per_path=runs.per_path, default=main, grid=runs.grid, baseline=runs.without, rule_of_paths=ablation_run,
+               without=runs.dropped)
+        print(f"(the default paths: {'+'.join(SearchSettings().paths)}; those this run could use: "
+              f"{'+'.join(main.paths or ())})")
+        return 0
+    if ablation_run:
+        base = next(c for c in runs.configs if c.paths == ("keyword",))
+        ablation(runs.configs, base, "ablation: each path alone, then cumulative; hit@10 (gain over keyword alone, "
+                                     "95% paired bootstrap)")
+    if runs.without is not None:
+        compare(main.overall(), runs.without.overall())
     return 0
 
 
-def _table(config: Config) -> None:
-    print(f"{'category':<18}{'n':>5}{'hit@1':>8}{'hit@5':>8}{'hit@10':>8}{'ev.rec@10':>11}{'MRR':>7}")
-    for cat in sorted(config.scores):
-        _line(f"{cat} {CATEGORIES.get(cat, '')}", config.scores[cat])
-    _line("overall (1-4)", config.overall())
-
-
-def _ablation(configs: list[Config]) -> None:
-    """hit@10 per category and overall for every configuration, with its gain over keywords alone (95% paired
-    bootstrap), search latency and the tokens of the first page the model would see."""
-    base = next(c for c in configs if c.paths == ("keyword",))
-    print("\nablation: each path alone, then cumulative; hit@10 (gain over keyword alone, 95% paired bootstrap)")
-    head = "".join(f"{CATEGORIES[c][:10]:>11}" for c in (1, 2, 3, 4))
-    print(f"{'paths':<44}{head}{'overall':>9}{'gain [95%]':>24}{'MRR':>7}{'p50 ms':>8}{'p95 ms':>8}{'tokens':>8}")
-    for config in configs:
-        cats = "".join(f"{statistics.mean(r['hit@10'] for r in config.scores.get(c, [])) if config.scores.get(c) else 0:>11.3f}"
-                       for c in (1, 2, 3, 4))
-        overall = config.overall()
-        hit = statistics.mean(r["hit@10"] for r in overall)
-        gain, low, high = paired_gain([r["hit@10"] for r in overall], [r["hit@10"] for r in base.overall()])
-        mrr = statistics.mean(r["mrr"] for r in overall)
-        lat = sorted(config.latencies)
-        print(f"{config.label:<44}{cats}{hit:>9.3f}{f'{gain:+.3f} [{low:+.3f}, {high:+.3f}]':>24}{mrr:>7.3f}"
-              f"{statistics.median(lat):>8.1f}{lat[int(0.95 * len(lat))]:>8.1f}{statistics.mean(config.tokens):>8.0f}")
-
-
-def paired_gain(ours: list[float], theirs: list[float], resamples: int = 2000) -> tuple[float, float, float]:
-    """Mean of ours - theirs over the same questions, with a 95% paired-bootstrap interval."""
-    diff = np.asarray(ours, dtype=float) - np.asarray(theirs, dtype=float)
-    picks = np.random.default_rng(0).integers(0, len(diff), size=(resamples, len(diff)))
-    low, high = np.percentile(diff[picks].mean(axis=1), [2.5, 97.5])
-    return float(diff.mean()), float(low), float(high)
-
-
-def _compare(hybrid: list[dict[str, float]], keyword: list[dict[str, float]]) -> None:
-    """How search with vectors differs from the same search without them, on the same questions (categories 1-4)."""
-    if not hybrid:
-        return
-    print("with vectors, model stages and cross vs without (the same paths otherwise), same questions (1-4), gain with 95% "
-          "paired-bootstrap interval:")
-    for key, label in (("hit@10", "hit@10"), ("recall@10", "ev.rec@10"), ("mrr", "MRR")):
-        mean, low, high = paired_gain([r[key] for r in hybrid], [r[key] for r in keyword])
-        print(f"  {label:<10} {mean:+.3f}  [{low:+.3f}, {high:+.3f}]")
-    only_hybrid = sum(1 for h, k in zip(hybrid, keyword) if h["hit@10"] and not k["hit@10"])
-    only_keyword = sum(1 for h, k in zip(hybrid, keyword) if k["hit@10"] and not h["hit@10"])
-    print(f"  evidence in the top 10 with them only: {only_hybrid} questions; without only: {only_keyword}")
-
-
-def _line(label: str, scores: list[dict[str, float]]) -> None:
-    if not scores:
-        return
-    mean = {k: statistics.mean(s[k] for s in scores) for k in scores[0]}
-    print(f"{label:<18}{len(scores):>5}{mean['hit@1']:>8.3f}{mean['hit@5']:>8.3f}{mean['hit@10']:>8.3f}"
-          f"{mean['recall@10']:>11.3f}{mean['mrr']:>7.3f}")
+def _fold_names(data: Sequence[dict[str, Any]], folds: int) -> list[str]:
+    """'conversations 1-5' for each fold."""
+    names = []
+    for fold in range(folds):
+        held = [i + 1 for i in range(len(data)) if fold_of(i, len(data), folds) == fold]
+        names.append(f"conversations {held[0]}-{held[-1]}" if len(held) > 1 else f"conversation {held[0]}")
+    return names

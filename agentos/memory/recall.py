@@ -17,7 +17,7 @@ from agentos.embedders.base import Embedder, embed_in_chunks, vector_array
 from agentos.errors import ToolError
 from agentos.memory.audited import audited
 from agentos.memory.exchanges import Exchanges, exchanges_table_name
-from agentos.memory.recall_stages import SHOWN, MessageRows, cross_ranked, reranked, with_neighbours
+from agentos.memory.recall_stages import SHOWN, Filters, MessageRows, cross_ranked, reranked, with_neighbours
 from agentos.memory.recall_turns import RecallTurns
 from agentos.memory.tables import open_embedded
 from agentos.memory.tier import MemoryStats, Progress, Rows, Tier, TierContext
@@ -26,7 +26,15 @@ from agentos.retrieval.model_stages import SearchModel
 from agentos.retrieval.page import Hit, Page, format_page, given
 from agentos.retrieval.pipeline import RankedPath, Stage, page_of, rank_paths, reordered
 from agentos.retrieval.query import variants
-from agentos.retrieval.recall_paths import DEFAULT_PATHS, DEFAULT_WEIGHTS, PATHS, RankerPath, TimePath, chosen_paths
+from agentos.retrieval.recall_paths import (
+    DEFAULT_PATHS,
+    DEFAULT_WEIGHTS,
+    EXCHANGE_PATHS,
+    PATHS,
+    RankerPath,
+    TimePath,
+    chosen_paths,
+)
 from agentos.retrieval.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
@@ -36,8 +44,9 @@ from agentos.retrieval.search import (
     date_clauses,
     query_vector,
 )
-from agentos.retrieval.table_paths import KeywordPath, QueriesPath, VectorPath
+from agentos.retrieval.table_paths import KeywordPath, Order, QueriesPath, VectorPath
 from agentos.retrieval.turn_context import TurnOrder, keyword_ranking, named_speakers
+from agentos.retrieval.windows import answer_ranking, window_ranking
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
 from agentos.storage.records import embed_text
@@ -229,7 +238,8 @@ class RecallTier(Tier):
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
                 paths_used, notes, turns = self._paths(handle, query, where,
-                                                       self._where(start, end, roles, with_agent=False), used, now or utc_now())
+                                                       self._where(start, end, roles, with_agent=False), used, now or utc_now(),
+                                                       filters)
                 ranking = rank_paths(paths_used, self.ctx.db.reads.gather)
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, ranking.rows)
                 stages = self._stages(handle, query, used, turns, shown, filters)
@@ -242,8 +252,8 @@ class RecallTier(Tier):
         search = getattr(self.ctx.settings(), "search", None) if self.ctx.settings else None
         return getattr(search, name, default) if search is not None else default
 
-    def _paths(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str],
-               now: datetime) -> tuple[list[RankedPath], list[str], TurnOrder | None]:
+    def _paths(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
+               filters: Filters) -> tuple[list[RankedPath], list[str], TurnOrder | None]:
         """The chosen paths, configured for this query, in fusion order; notes on those left out that the model
         should know of (meaning, a model stage); and the turn order, when a path or stage needs it."""
         weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
@@ -256,9 +266,9 @@ class RecallTier(Tier):
         rewrites, note = self._asked("rewriting the question", lambda m: m.rewrite(query)) if "rewrite" in chosen \
             else (None, None)
         notes += [note] if note else []
-        exchanges = self._exchanges_handle() if "exchange" in chosen else None
+        exchanges = self._exchanges_handle() if chosen & set(EXCHANGE_PATHS) else None
         speakers = "keyword" in chosen and "speakers" in chosen
-        turns = self.turns.order(messages) if speakers or "neighbours" in chosen else None
+        turns = self.turns.order(messages) if speakers or chosen & {"neighbours", "window"} else None
         named, words = named_speakers(query, turns.speakers) if turns is not None and speakers else (set(), query)
         unfiltered = None if vwhere == "true" else vwhere
         found: dict[str, RankedPath] = {
@@ -271,11 +281,17 @@ class RecallTier(Tier):
             "rewrite": QueriesPath("rewrite", weight("rewrite"), messages, rewrites or [], "search_text", where,
                                    MAX_CANDIDATES, SHOWN),
         }
-        if exchanges is not None:  # its hits are read from the messages, like vector hits; a step retried after its
+        if exchanges is not None:  # their hits are read from the messages, like vector hits; a step retried after its
             # rows were built again may hold a turn twice
-            found["exchange"] = KeywordPath("exchange", weight("exchange"), exchanges, words or query, "text", unfiltered,
-                                            MAX_CANDIDATES, order=lambda rows: list(dict.fromkeys(r["id"] for r in rows)),
-                                            keep_rows=False, optional=True)
+            orders: dict[str, Order] = {"exchange": lambda rows: list(dict.fromkeys(r["id"] for r in rows)),
+                                        "answer": answer_ranking}
+            if turns is not None:
+                order = turns
+                orders["window"] = lambda rows: window_ranking(rows, order, lambda key: order.allows(key, *filters))
+            for name in chosen & orders.keys():
+                found[name] = KeywordPath(name, weight(name), exchanges, words or query, "text", unfiltered,
+                                          MAX_CANDIDATES, ("text",) if name == "answer" else (), order=orders[name],
+                                          keep_rows=False, optional=True)
         if vectors is not None and vector is not None:
             found["vector"] = VectorPath("vector", weight("vector"), vectors, vector, unfiltered, VECTOR_CANDIDATES,
                                          keep_rows=False)

@@ -12,6 +12,9 @@ Paths (names used in settings and by the eval's ablation):
 - vector: nearest neighbours by meaning (with an embedder);
 - exchange: BM25 over every turn joined with the turn before it, credited to the later turn: a question's words
   are often in the turn that asked and its answer in the reply (memory.exchanges);
+- window: BM25 over the same two-turn windows, each turn scored by the best window that holds it, whichever turn of
+  it it is (retrieval.windows);
+- answer: the same exchanges, credited to the later turn only when the earlier one asks (retrieval.windows);
 - time: a temporal expression in the question, resolved against the agent's time, ranks the messages in that range
   (BM25 within it), with the turns said near it that place what they tell inside it: a boost, never a filter; a
   question that asks when ranks the keyword hits that say when;
@@ -43,21 +46,24 @@ from agentos.storage.reads import Read
 
 log = logging.getLogger(__name__)
 
-PATHS = ("keyword", "speakers", "neighbours", "time", "exchange", "variants", "graph", "facts", "vector", "rewrite", "rerank",
-         "cross")
-# what agents search with unless their settings say; in the LoCoMo ablation (README) neighbours, time, exchange and
-# vectors gained overall (exchange +0.030 hit@10 on top of the others); speakers, on top of neighbours, lifts MRR
-# (0.496 -> 0.527) for 0.009 of hit@10
-DEFAULT_PATHS = ["keyword", "speakers", "neighbours", "time", "exchange", "vector"]
-FORMER_DEFAULTS = [["keyword", "speakers", "neighbours", "time", "vector"]]  # agents saved with these get DEFAULT_PATHS
+PATHS = ("keyword", "speakers", "neighbours", "time", "exchange", "window", "answer", "variants", "graph", "facts", "vector",
+         "rewrite", "rerank", "cross")
+EXCHANGE_PATHS = ("exchange", "window", "answer")  # those that read the exchanges table
+# what agents search with unless their settings say: keyword and the paths whose gain over keywords alone excludes
+# zero on both held-out folds of LoCoMo (`python -m agentos.eval locomo FILE --ablation --folds 2`, docs/evaluation.md)
+DEFAULT_PATHS = ["keyword", "speakers", "neighbours", "exchange", "window", "answer", "vector"]
+FORMER_DEFAULTS = [["keyword", "speakers", "neighbours", "time", "vector"],  # agents saved with these get DEFAULT_PATHS
+                   ["keyword", "speakers", "neighbours", "time", "exchange", "vector"]]
 MATCHING_PATHS = ["keyword", "vector"]  # searches typed by a person (TUI, CLI): what matches, no neighbours
 STAGES = ("speakers", "neighbours", "rerank", "cross")  # not lists of their own: they reorder what the others found
 MODEL_PATHS = ("rewrite", "rerank")  # those that ask a language model
 # how far from a question's time a turn may be said and still tell of it: "yesterday", "last week", "last month"
 TOLD_WITHIN = timedelta(days=31)
 TOLD_CHARS = 1000  # of a turn, read for the time it tells of
-DEFAULT_WEIGHTS = {"keyword": 1.0, "exchange": 0.5, "variants": 0.5, "vector": 0.5, "time": 0.5, "graph": 0.5, "facts": 0.5,
-                   "rewrite": 0.5}
+# RRF weights; vector's 1.0 was chosen from a grid (0.25, 0.5, 1.0; bge-small-en-v1.5) on each LoCoMo fold and held on
+# the other: +0.012 [+0.001, +0.024] and +0.013 [+0.001, +0.025] hit@10 over 0.5; the others kept 0.5 on both folds
+DEFAULT_WEIGHTS = {"keyword": 1.0, "exchange": 0.5, "window": 0.5, "answer": 0.5, "variants": 0.5, "vector": 1.0, "time": 0.5,
+                   "graph": 0.5, "facts": 0.5, "rewrite": 0.5}
 
 
 @dataclass
