@@ -280,8 +280,8 @@ async def soak_run(client: Any, server: Server, agents: Agents, count: int, tota
                 marks.update(t=now, cpu=cpu, errors=errors)
 
     await asyncio.gather(*(client_loop(name) for name in names))
-    for kind, count in run.errors.items():
-        print(f"  errors: {count} x {kind}: {run.said.get(kind, '')}", flush=True)
+    for kind, times in run.errors.items():
+        print(f"  errors: {times} x {kind}: {run.said.get(kind, '')}", flush=True)
     result = await read_back(client, server, Agents({n: agents.owner[n] for n in names}), [run])
     print(f"read-back: {result['acknowledged']:,} acknowledged, lost {result['lost']}, duplicated "
           f"{result['duplicated']}, replies that differ {result['reply_differs']}")

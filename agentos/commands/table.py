@@ -338,7 +338,7 @@ SERVE_COMMANDS = (
                 Arg("--recycle-mib", type="count_above_zero", metavar="MIB",
                     help="replace a worker whose heap passes MIB MiB by a fresh one (started first; the old one "
                          "finishes its turns and gives its agents back): bounds a long-running server's memory, "
-                         "which LanceDB grows by about 1 KB per commit (default: off)"),
+                         "which LanceDB grows by about 1 KiB per commit (default: off)"),
             )),
 )
 

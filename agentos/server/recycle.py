@@ -12,6 +12,7 @@ connections are gone, or after `RETIRE_SECONDS`, stops as on SIGTERM: running tu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -20,12 +21,16 @@ from typing import Any, Generic, Protocol, TypeVar
 
 CHECK_SECONDS = 2.0  # how often the supervisor reads its workers' heaps
 RETIRE_SECONDS = 30.0  # the longest a retiring worker waits for its clients' connections to close before it stops
+START_SECONDS = 120.0  # a replacement that has not started serving by then is killed (and another tried later)
+QUIET_CHECKS = 3  # a retiring worker stops once it has seen no connection this many times in a row, 0.05 s apart
 
 Message = MutableMapping[str, Any]
 Asgi = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
 class Process(Protocol):
+    """A worker's process (multiprocessing's)."""
+
     @property
     def pid(self) -> int | None: ...
 
@@ -36,6 +41,8 @@ class Process(Protocol):
 
 
 class Started(Protocol):
+    """Set by a worker once it serves."""
+
     def is_set(self) -> bool: ...
 
 
@@ -59,7 +66,8 @@ class Recycler(Generic[W]):
 
     def __init__(self, limit_mib: float | None, start: Callable[[], W], say: Callable[[str], None]) -> None:
         self.limit_mib, self.start, self.say = limit_mib, start, say
-        self.pending: dict[int, W] = {}  # pid of a worker to replace -> its replacement, starting
+        self.pending: dict[int, W] = {}  # pid of a worker to replace -> its replacement, starting (one at a time)
+        self.pending_since = 0.0
         self.retiring: list[W] = []  # replaced, finishing their clients' requests
         self.checked = time.monotonic()
 
@@ -79,18 +87,22 @@ class Recycler(Generic[W]):
                 del self.pending[pid]
                 workers[number] = new
                 self.retiring.append(worker)
-                os.kill(pid, signal.SIGUSR1)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGUSR1)
                 self.say(f"agentos serve: worker pid {new.process.pid} serves; worker pid {pid} retires (it answers "
                          f"what its clients still send, then stops).")
-            elif not new.process.is_alive():
+            elif not new.process.is_alive() or time.monotonic() - self.pending_since > START_SECONDS:
                 del self.pending[pid]
-                self.say(f"agentos serve: the replacement {new.describe_end()} before it served; worker pid {pid} "
-                         f"goes on.")
+                if new.process.is_alive() and new.process.pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(new.process.pid, signal.SIGKILL)
+                self.say(f"agentos serve: the replacement pid {new.process.pid} did not start serving; worker pid "
+                         f"{pid} goes on (another replacement is tried later).")
         for worker in [w for w in self.retiring if not w.process.is_alive()]:
             self.retiring.remove(worker)
             if worker.process.exitcode != 0:
                 self.say(f"agentos serve: the retired {worker.describe_end()}.")
-        if self.limit_mib and time.monotonic() - self.checked >= CHECK_SECONDS:
+        if self.limit_mib and not self.pending and time.monotonic() - self.checked >= CHECK_SECONDS:
             self.checked = time.monotonic()
             for worker in workers:
                 self._check(worker)
@@ -101,8 +113,9 @@ class Recycler(Generic[W]):
         if pid is None or pid in self.pending or not worker.started.is_set() or self.limit_mib is None:
             return
         heap = heap_mib(pid)
-        if heap is not None and heap > self.limit_mib:
+        if heap is not None and heap > self.limit_mib and not self.pending:
             self.pending[pid] = new = self.start()
+            self.pending_since = time.monotonic()
             self.say(f"agentos serve: worker pid {pid} holds {heap:.0f} MiB of heap (over --recycle-mib "
                      f"{self.limit_mib:g}); starting pid {new.process.pid} to replace it.")
 
@@ -144,6 +157,8 @@ class Retiring:
         `RETIRE_SECONDS`."""
         self.active = True
         deadline = time.monotonic() + RETIRE_SECONDS
-        while open_connections() and time.monotonic() < deadline:
+        quiet = 0  # (a connection just accepted is counted a loop turn or two later)
+        while quiet < QUIET_CHECKS and time.monotonic() < deadline:
+            quiet = 0 if open_connections() else quiet + 1
             await asyncio.sleep(0.05)
         stop()

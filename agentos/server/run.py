@@ -17,6 +17,7 @@ With `recycle_mib`, a worker whose heap passes that many MiB is replaced by a fr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import multiprocessing
 import os
@@ -25,7 +26,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.context import SpawnProcess
 from types import FrameType
 from typing import Any
@@ -73,6 +74,7 @@ class Server(uvicorn.Server):
         self.agentos_app = app
         self.retiring = retiring
         self.on_started: Callable[[], None] | None = None  # called once it serves
+        self._retiring: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -102,10 +104,14 @@ class Server(uvicorn.Server):
             registry.loop.call_soon_threadsafe(self._retire, registry.loop)
 
     def _retire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the event loop: close the listeners, then retire (a stop asked for meanwhile goes first)."""
+        if self.should_exit:
+            return
         for listener in getattr(self, "servers", []):
             listener.close()
         connections = self.server_state.connections
-        loop.create_task(self.retiring.begin(lambda: len(connections), lambda: self.handle_exit(signal.SIGTERM, None)))
+        self._retiring = loop.create_task(self.retiring.begin(lambda: len(connections),
+                                                              lambda: self.handle_exit(signal.SIGTERM, None)))
 
 
 def server_for(config: ServeConfig, log_level: str = "warning") -> Server:
@@ -120,6 +126,8 @@ def server_for(config: ServeConfig, log_level: str = "warning") -> Server:
 def serve(config: ServeConfig, say: Callable[[str], None] | None = None) -> int:
     """Serve until SIGTERM or Ctrl-C; 0 once drained and every agent given back."""
     require_loopback(config.host)
+    if config.recycle_mib and not hasattr(signal, "SIGUSR1"):
+        raise AgentOSError("--recycle-mib needs POSIX signals (SIGUSR1), which this system has not; run without it.")
     sock = bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
@@ -210,30 +218,37 @@ def supervise(config: ServeConfig, sock: socket.socket, say: Callable[[str], Non
                     failed = True
                     stop.set()
                     break
-                say(f"agentos serve: {worker.describe_end()}; starting another.")
-                workers[number] = recycler.replacement_of(worker.process.pid) or Worker(config, sock)
-            workers = recycler.step(workers)
+                replacement = recycler.replacement_of(worker.process.pid)
+                say(f"agentos serve: {worker.describe_end()}; " + ("its replacement takes over." if replacement else
+                                                                   "starting another."))
+                workers[number] = replacement or Worker(config, sock)
+            if not stop.is_set():
+                workers = recycler.step(workers)
     finally:
-        failed = not _stop_all([*workers, *recycler.pending.values(), *recycler.retiring], config) or failed
+        failed = not _stop_all([*workers, *recycler.pending.values()], config, recycler.retiring) or failed
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 1 if failed else 0
 
 
-def _stop_all(workers: list[Worker], config: ServeConfig) -> bool:
+def _stop_all(workers: list[Worker], config: ServeConfig, retiring: Sequence[Worker] = ()) -> bool:
     """SIGTERM to every worker, then wait for each to drain; one still running after its bound is killed. Whether
-    every worker exited 0."""
-    for worker in workers:
+    every worker exited 0. A `retiring` worker is stopping already: the signal only hurries it, and one that meets it
+    while it exits (its handler gone) ends by the signal."""
+    for worker in [*workers, *retiring]:
         if worker.process.is_alive() and worker.process.pid is not None:
-            os.kill(worker.process.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.process.pid, signal.SIGTERM)
     deadline = time.monotonic() + config.drain_seconds + CANCEL_GRACE + CLOSE_SECONDS + STOP_MARGIN
-    for worker in workers:
+    for worker in [*workers, *retiring]:
         worker.process.join(max(0.0, deadline - time.monotonic()))
         if worker.process.is_alive():
             worker.process.kill()
             worker.process.join()
-    return all(worker.process.exitcode == 0 or (worker.process.exitcode == -signal.SIGTERM and not worker.started.is_set())
-               for worker in workers)  # (one stopped while it was starting ends by the signal itself)
+    stopping = {id(worker) for worker in retiring}
+    return all(worker.process.exitcode == 0 or (worker.process.exitcode == -signal.SIGTERM
+                                                and (not worker.started.is_set() or id(worker) in stopping))
+               for worker in [*workers, *retiring])  # (one stopped while it was starting ends by the signal itself)
 
 
 def warm_up(config: ServeConfig) -> None:
