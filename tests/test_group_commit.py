@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,6 +24,24 @@ SCHEMA = pa.schema([pa.field("n", pa.int64())])
 def _rows(*numbers: int) -> pa.Table:
     return pa.Table.from_pylist([{"n": n} for n in numbers], schema=SCHEMA)
 
+
+
+def in_threads(target: Callable[[int], None], count: int, timeout: float) -> list[BaseException]:
+    """Run target(0..count-1) on threads of their own, all at once; what any of them raised."""
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            target(n)
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    return errors
 
 def test_appends_waiting_for_a_commit_go_together_in_the_next() -> None:
     commits: list[list[int]] = []
@@ -98,21 +117,12 @@ def test_a_failed_commit_fails_every_append_it_carried_and_the_next_ones_still_c
 def test_many_threads_appending_to_one_table_lose_nothing_and_conflict_never(tmp_path: Path) -> None:
     db = Database(tmp_path / "db")
     db.create("t", SCHEMA, [])
-    errors: list[BaseException] = []
 
     def writer(w: int) -> None:
-        try:
-            for i in range(10):
-                db.add("t", [{"n": w * 100 + i}])
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
+        for i in range(10):
+            db.add("t", [{"n": w * 100 + i}])
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not errors
+    assert not in_threads(writer, 20, 60)
     numbers = sorted(db.table("t", SCHEMA, {}).to_arrow().column("n").to_pylist())
     assert numbers == sorted(w * 100 + i for w in range(20) for i in range(10))
     group = db._groups["t"]
@@ -123,22 +133,13 @@ def test_steps_of_many_agents_share_commits_of_the_messages_table(tmp_path: Path
     store = Store(tmp_path / "db")
     store.add_messages("agent-0", [(0, Message(role="user", content="warm up"))])  # the table and its indexes exist
     barrier = threading.Barrier(30)
-    errors: list[BaseException] = []
 
     def agent(n: int) -> None:
-        try:
-            barrier.wait(10)
-            for seq in range(1, 4):
-                store.add_messages(f"agent-{n}", [(seq, Message(role="user", content=f"agent {n} message {seq}"))])
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
+        barrier.wait(10)
+        for seq in range(1, 4):
+            store.add_messages(f"agent-{n}", [(seq, Message(role="user", content=f"agent {n} message {seq}"))])
 
-    threads = [threading.Thread(target=agent, args=(n,)) for n in range(30)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not errors
+    assert not in_threads(agent, 30, 120)
     for n in range(30):
         seqs = [seq for seq, _ in store.messages_between(f"agent-{n}", 1, 10)]
         assert seqs == [1, 2, 3]

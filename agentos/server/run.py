@@ -90,11 +90,15 @@ class Server(uvicorn.Server):
     def _stop_accepting_then_drain(self) -> None:
         """Close this process's listeners at once (uvicorn would within 0.1 s, taking connections meanwhile that the
         drain would refuse; the socket stays open in the other workers, which take them), then drain."""
-        for listener in getattr(self, "servers", []):
-            listener.close()
+        self._close_listeners()
         registry = self.agentos_app.registry
         if registry is not None:
             registry.begin_drain()
+
+    def _close_listeners(self) -> None:
+        """Stop accepting connections in this process (the socket stays open in the other workers)."""
+        for listener in getattr(self, "servers", []):
+            listener.close()
 
     def retire(self, sig: int, frame: FrameType | None) -> None:
         """SIGUSR1: stop taking connections, serve the open ones until each has had its last answer, then stop as on
@@ -107,8 +111,7 @@ class Server(uvicorn.Server):
         """On the event loop: close the listeners, then retire (a stop asked for meanwhile goes first)."""
         if self.should_exit:
             return
-        for listener in getattr(self, "servers", []):
-            listener.close()
+        self._close_listeners()
         connections = self.server_state.connections
         self._retiring = loop.create_task(self.retiring.begin(lambda: len(connections),
                                                               lambda: self.handle_exit(signal.SIGTERM, None)))
