@@ -44,10 +44,15 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=200, help="turns appended for the freshness figure")
     parser.add_argument("--paths", help="also measure these search paths (comma-separated), interleaved with the "
                                         "default ones")
+    parser.add_argument("--keep", type=Path, help="keep the loaded agent in this folder and reuse it on the next run "
+                        "with the same --messages and --embedder (loading 100k messages with an embedder takes minutes)")
     parser.add_argument("--instant-model", action="store_true",
                         help="search's model (rewrite, rerank) is a local server that answers at once, over HTTP")
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
+    root = args.keep / f"{args.messages}-{args.embedder.replace('/', '_')}" if args.keep else \
+        Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    loaded = (root / "loaded").is_file()
     os.environ["AGENTOS_HOME"] = str(root)
     rng = random.Random(11)
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -55,23 +60,26 @@ def main() -> int:
     cum = list(itertools.accumulate(1.0 / (i + 1) ** 1.05 for i in range(len(words))))
     store = Store(root / "db")
     try:
-        agent = Agent.create("bench", provider=ScriptedProvider([]), settings=AgentSettings(embedder=args.embedder),
-                             store=store)
         start = datetime(2024, 1, 1, tzinfo=UTC)
-        texts: list[str] = []
-        t0 = time.perf_counter()
-        for base in range(0, args.messages, 5000):
-            batch = []
-            for i in range(base, min(base + 5000, args.messages)):
-                text = " ".join(rng.choices(words, cum_weights=cum, k=rng.randint(6, 30)))
-                texts.append(text)
-                batch.append(Message(role="user" if i % 2 == 0 else "assistant", content=text,
-                                     created_at=start + timedelta(minutes=i)))
-            agent.add_history(batch)
-        store.compact()
-        load_s = time.perf_counter() - t0
-        print(f"loaded {args.messages:,} messages in {load_s:.1f} s ({args.messages / load_s:,.0f}/s, embedder "
-              f"{args.embedder!r}, commits of 5,000, then compacted)", flush=True)
+        texts = [" ".join(rng.choices(words, cum_weights=cum, k=rng.randint(6, 30))) for _ in range(args.messages)]
+        if loaded:
+            agent = Agent.load("bench", provider=ScriptedProvider([]), store=store)
+            print(f"reusing the {args.messages:,} messages loaded in {root}", flush=True)
+        else:
+            agent = Agent.create("bench", provider=ScriptedProvider([]), settings=AgentSettings(embedder=args.embedder),
+                                 store=store)
+            t0 = time.perf_counter()
+            for base in range(0, args.messages, 5000):
+                agent.add_history([Message(role="user" if i % 2 == 0 else "assistant", content=texts[i],
+                                           created_at=start + timedelta(minutes=i))
+                                   for i in range(base, min(base + 5000, args.messages))])
+            store.compact()
+            load_s = time.perf_counter() - t0
+            print(f"loaded {args.messages:,} messages in {load_s:.1f} s ({args.messages / load_s:,.0f}/s, embedder "
+                  f"{args.embedder!r}, commits of 5,000, then compacted)", flush=True)
+            store.wait_for_maintenance()
+            if args.keep:
+                (root / "loaded").write_text("")
         recall = agent.tier(RecallTier)
         if args.instant_model:
             from provider_overhead import spec, start_server
@@ -130,7 +138,8 @@ def main() -> int:
               f"search p50 {statistics.median(search_ms):.1f} ms", flush=True)
     finally:
         store.close()
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

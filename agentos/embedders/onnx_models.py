@@ -88,6 +88,9 @@ def load(model: str) -> Loaded:
             tokenizer.enable_padding()
             options = onnxruntime.SessionOptions()
             options.log_severity_level = 3
+            # its threads sleep between runs instead of spinning: spinning took the cores from the search's LanceDB
+            # reads (100k messages with bge: search p50 40.9 -> 30.5 ms, benchmarks/recall_search.py)
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = onnxruntime.InferenceSession(str(path / "model.onnx"), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - any load failure is one clear error
             raise EmbedderError(f"cannot load {model} from {path}: {exc}") from exc

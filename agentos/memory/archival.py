@@ -30,13 +30,13 @@ from agentos.retrieval.search import (
     PAGE_SIZE,
     VECTOR_CANDIDATES,
     VECTOR_WEIGHT,
+    QueryVector,
     after_ranking,
     check_page,
     clean_query,
     clean_tags,
     date_clauses,
     nearest_rows,
-    query_vector,
     tag_clause,
     timestamp_literal,
 )
@@ -244,7 +244,7 @@ class ArchivalTier(Tier):
         if not query:
             return self._newest(where, page, page_size, query, filters)
         with storage_errors("search archival memory"):
-            vector, note = query_vector(self.embedder, query) if self.embedder.enabled else (None, None)
+            vector = QueryVector(self.embedder, query) if self.embedder.enabled else None
             kept = after_ranking(table, where, scanned=bool(start or end))  # no index serves date ranges
             handle = self.ctx.db.reads.handle(self.table_name)
             paths: list[RankedPath] = [KeywordPath("keyword", 1.0, handle, query, "text", where, MAX_CANDIDATES, _SHOWN,
@@ -253,6 +253,7 @@ class ArchivalTier(Tier):
                 paths.append(VectorPath("vector", VECTOR_WEIGHT, handle, vector, where, VECTOR_CANDIDATES, _SHOWN,
                                         kept=kept))
             ranking = rank_paths(paths, self.ctx.db.reads.gather)
+            note = vector.note() if vector else None
             known = ranking.rows
             return page_of(ranking.fused(), page, page_size,
                            lambda chosen: [self._hit(known[key], score) for key, score in chosen],

@@ -39,12 +39,12 @@ from agentos.retrieval.search import (
     MAX_CANDIDATES,
     PAGE_SIZE,
     VECTOR_CANDIDATES,
+    QueryVector,
     check_page,
     clean_query,
     date_clauses,
-    query_vector,
 )
-from agentos.retrieval.table_paths import KeywordPath, Order, QueriesPath, VectorPath
+from agentos.retrieval.table_paths import KeywordPath, OnceReads, Order, QueriesPath, VectorPath
 from agentos.retrieval.turn_context import TurnOrder, keyword_ranking, named_speakers
 from agentos.retrieval.windows import answer_ranking, window_ranking
 from agentos.storage.failures import storage_errors
@@ -237,10 +237,12 @@ class RecallTier(Tier):
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, {})
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
+                vector = QueryVector(self.embedder, query) if "vector" in used and self.vectors is not None else None
                 paths_used, notes, turns = self._paths(handle, query, where,
                                                        self._where(start, end, roles, with_agent=False), used, now or utc_now(),
-                                                       filters)
+                                                       filters, vector)
                 ranking = rank_paths(paths_used, self.ctx.db.reads.gather)
+                notes += [note] if vector is not None and (note := vector.note()) else []
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, ranking.rows)
                 stages = self._stages(handle, query, used, turns, shown, filters)
                 ranked, stage_notes = reordered(ranking.fused(), stages)
@@ -253,14 +255,13 @@ class RecallTier(Tier):
         return getattr(search, name, default) if search is not None else default
 
     def _paths(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
-               filters: Filters) -> tuple[list[RankedPath], list[str], TurnOrder | None]:
-        """The chosen paths, configured for this query, in fusion order; notes on those left out that the model
-        should know of (meaning, a model stage); and the turn order, when a path or stage needs it."""
+               filters: Filters, vector: QueryVector | None) -> tuple[list[RankedPath], list[str], TurnOrder | None]:
+        """The chosen paths, configured for this query, in fusion order (`vector`: the query's, being embedded);
+        notes on those left out that the model should know of (a model stage); and the turn order, when a path or
+        stage needs it."""
         weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
         weight = lambda name: float(weights.get(name, 1.0))
-        table = self.vectors if "vector" in chosen else None
-        vector, note = query_vector(self.embedder, query) if table is not None else (None, None)
-        notes = [note] if note else []
+        notes: list[str] = []
         reads = self.ctx.db.reads
         vectors = reads.handle(vectors_table_name(self.agent_id)) if vector is not None else None
         rewrites, note = self._asked("rewriting the question", lambda m: m.rewrite(query)) if "rewrite" in chosen \
@@ -288,10 +289,11 @@ class RecallTier(Tier):
             if turns is not None:
                 order = turns
                 orders["window"] = lambda rows: window_ranking(rows, order, lambda key: order.allows(key, *filters))
+            once = OnceReads()  # the three rank one read of the exchanges
             for name in chosen & orders.keys():
                 found[name] = KeywordPath(name, weight(name), exchanges, words or query, "text", unfiltered,
-                                          MAX_CANDIDATES, ("text",) if name == "answer" else (), order=orders[name],
-                                          keep_rows=False, optional=True)
+                                          MAX_CANDIDATES, ("text",), order=orders[name], keep_rows=False, optional=True,
+                                          once=once)
         if vectors is not None and vector is not None:
             found["vector"] = VectorPath("vector", weight("vector"), vectors, vector, unfiltered, VECTOR_CANDIDATES,
                                          keep_rows=False)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +34,7 @@ MAX_QUERY_CHARS = 2000
 MAX_PAGE = 10_000
 TEXT_LIMIT = 600  # characters of one result shown to the model
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
+_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentos-query-vector")  # QueryVector's threads
 
 
 def timestamp_literal(moment: datetime) -> str:
@@ -168,6 +171,22 @@ def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | N
         return embedder.embed_query([query])[0].tolist(), None
     except EmbedderError as exc:
         return None, f"Meaning-based search is unavailable ({exc}); these are keyword matches only."
+
+
+class QueryVector:
+    """A query's vector (`query_vector`), embedded on a worker thread from the moment it is made, so that a search's
+    other reads run meanwhile instead of after it."""
+
+    def __init__(self, embedder: Any, query: str) -> None:
+        self._embedded = _EMBEDDING.submit(query_vector, embedder, query)
+
+    async def wait(self) -> list[float] | None:
+        """The vector, once embedded (None when the embedder failed)."""
+        return (await asyncio.wrap_future(self._embedded))[0]
+
+    def note(self) -> str | None:
+        """Why meaning-based search was left out, when the embedder failed; waits for the embedding."""
+        return self._embedded.result()[1]
 
 
 def shorten(text: str, limit: int = TEXT_LIMIT) -> str:

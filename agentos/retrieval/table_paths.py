@@ -3,13 +3,14 @@ several queries' BM25 joined into one list (see retrieval.pipeline)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentos.retrieval.pipeline import Ranked
-from agentos.retrieval.search import fts_rows, nearest_rows, rrf
+from agentos.retrieval.search import QueryVector, fts_rows, nearest_rows, rrf
 from agentos.storage.reads import Read, together
 
 log = logging.getLogger(__name__)
@@ -22,11 +23,26 @@ def in_read_order(rows: Rows) -> list[str]:
     return [r["id"] for r in rows]
 
 
+class OnceReads:
+    """The reads of one search, each run once: paths that rank the same rows in their own ways share one read."""
+
+    def __init__(self) -> None:
+        self._running: dict[Hashable, asyncio.Future[Any]] = {}
+
+    async def read(self, key: Hashable, make: Callable[[], Read]) -> Any:
+        """The result of the read `key` names, made by `make` for the first path that asks (on the reads' loop)."""
+        running = self._running.get(key)
+        if running is None:
+            running = self._running[key] = asyncio.ensure_future(make())
+        return await asyncio.shield(running)  # one path's read cancelled leaves the others' alone
+
+
 @dataclass(frozen=True)
 class KeywordPath:
     """BM25 matches of `query` in `column`, best first, over a pool of `limit`; with `kept` (retrieval.search's
     `after_ranking`) the filter is applied after ranking. `keep_rows`: whether a page may show the rows it read;
-    `optional`: a failing read leaves the path out (logged) instead of failing the search."""
+    `optional`: a failing read leaves the path out (logged) instead of failing the search; `once`: paths that read
+    alike through one `OnceReads` share the read."""
 
     name: str
     weight: float
@@ -40,9 +56,14 @@ class KeywordPath:
     order: Order = in_read_order
     keep_rows: bool = True
     optional: bool = False
+    once: OnceReads | None = None
 
     def read(self) -> Read:
-        read = fts_rows(self.handle, self.query, self.column, self.where, self.limit, self.columns, kept=self.kept)
+        def make() -> Read:
+            return fts_rows(self.handle, self.query, self.column, self.where, self.limit, self.columns, kept=self.kept)
+
+        key = (id(self.handle), self.query, self.column, self.where, self.limit, tuple(self.columns), self.kept)
+        read = self.once.read(key, make) if self.once is not None else make()
         return left_out_on_error(self.name, read) if self.optional else read
 
     def rank(self, found: Rows | None, before: Mapping[str, Ranked]) -> Ranked | None:
@@ -53,12 +74,13 @@ class KeywordPath:
 
 @dataclass(frozen=True)
 class VectorPath:
-    """The `limit` nearest vectors to `vector` by cosine distance, best first."""
+    """The `limit` nearest vectors to `vector` by cosine distance, best first; given a `QueryVector`, the read waits
+    for it (left out when the embedder failed)."""
 
     name: str
     weight: float
     handle: Any
-    vector: list[float]
+    vector: list[float] | QueryVector
     where: str | None
     limit: int
     columns: Sequence[str] = ()
@@ -67,9 +89,17 @@ class VectorPath:
     keep_rows: bool = True
 
     def read(self) -> Read:
-        return nearest_rows(self.handle, self.vector, self.where, self.limit, self.columns, kept=self.kept)
+        return self._nearest()
 
-    def rank(self, found: Rows, before: Mapping[str, Ranked]) -> Ranked:
+    async def _nearest(self) -> Rows | None:
+        vector = await self.vector.wait() if isinstance(self.vector, QueryVector) else self.vector
+        if vector is None:
+            return None
+        return await nearest_rows(self.handle, vector, self.where, self.limit, self.columns, kept=self.kept)
+
+    def rank(self, found: Rows | None, before: Mapping[str, Ranked]) -> Ranked | None:
+        if found is None:
+            return None
         return Ranked(self.order(found), found if self.keep_rows else ())
 
 
