@@ -32,7 +32,7 @@ def run(command: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]
 
 
 def test_the_readme_fits_on_a_screen_or_two() -> None:
-    assert len(README.splitlines()) <= 120
+    assert len(README.splitlines()) <= 140  # two screens: set-up, a first session, serving, retrieval, the docs
     assert "../shared" not in README  # a fresh clone has no such folder
 
 
