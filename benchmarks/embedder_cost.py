@@ -53,7 +53,7 @@ def main() -> int:
     t = time.perf_counter()
     embedder.embed_documents(texts[: args.turns])
     bulk = time.perf_counter() - t
-    chars = statistics.mean(len(x) for x in texts)
+    chars = statistics.mean(len(x) for x in texts[: args.turns])
     print(f"a history of {args.turns:,} turns ({chars:.0f} characters a turn on average) in batches: {bulk:.1f} s, "
           f"{args.turns / bulk:,.0f} turns/s", flush=True)
     steps, queries = [], []

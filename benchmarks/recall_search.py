@@ -49,10 +49,11 @@ def main() -> int:
     parser.add_argument("--instant-model", action="store_true",
                         help="search's model (rewrite, rerank) is a local server that answers at once, over HTTP")
     args = parser.parse_args()
-    root = args.keep / f"{args.messages}-{args.embedder.replace('/', '_')}" if args.keep else \
-        Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
-    root.mkdir(parents=True, exist_ok=True)
-    loaded = (root / "loaded").is_file()
+    kept = args.keep / f"{args.messages}-{args.embedder.replace('/', '_')}" if args.keep else None
+    loaded = kept is not None and (kept / "loaded").is_file()
+    root = Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
+    if loaded:  # each run measures a copy: the freshness figure appends turns
+        shutil.copytree(kept, root, dirs_exist_ok=True)
     os.environ["AGENTOS_HOME"] = str(root)
     rng = random.Random(11)
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -64,7 +65,7 @@ def main() -> int:
         texts = [" ".join(rng.choices(words, cum_weights=cum, k=rng.randint(6, 30))) for _ in range(args.messages)]
         if loaded:
             agent = Agent.load("bench", provider=ScriptedProvider([]), store=store)
-            print(f"reusing the {args.messages:,} messages loaded in {root}", flush=True)
+            print(f"reusing the {args.messages:,} messages loaded in {kept}", flush=True)
         else:
             agent = Agent.create("bench", provider=ScriptedProvider([]), settings=AgentSettings(embedder=args.embedder),
                                  store=store)
@@ -77,9 +78,13 @@ def main() -> int:
             load_s = time.perf_counter() - t0
             print(f"loaded {args.messages:,} messages in {load_s:.1f} s ({args.messages / load_s:,.0f}/s, embedder "
                   f"{args.embedder!r}, commits of 5,000, then compacted)", flush=True)
-            store.wait_for_maintenance()
-            if args.keep:
-                (root / "loaded").write_text("")
+            if kept is not None:  # kept once its indexes are built
+                store.wait_for_maintenance()
+                agent.close()
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.copytree(root, kept)
+                (kept / "loaded").write_text("")
+                agent = Agent.load("bench", provider=ScriptedProvider([]), store=store)
         recall = agent.tier(RecallTier)
         if args.instant_model:
             from provider_overhead import spec, start_server
@@ -138,8 +143,7 @@ def main() -> int:
               f"search p50 {statistics.median(search_ms):.1f} ms", flush=True)
     finally:
         store.close()
-        if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

@@ -242,7 +242,7 @@ class RecallTier(Tier):
                                                        self._where(start, end, roles, with_agent=False), used, now or utc_now(),
                                                        filters, vector)
                 ranking = rank_paths(paths_used, self.ctx.db.reads.gather)
-                notes += [note] if vector is not None and (note := vector.note()) else []
+                notes = ([note] if vector is not None and (note := vector.note()) else []) + notes
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, ranking.rows)
                 stages = self._stages(handle, query, used, turns, shown, filters)
                 ranked, stage_notes = reordered(ranking.fused(), stages)

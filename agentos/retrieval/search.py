@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +35,6 @@ MAX_QUERY_CHARS = 2000
 MAX_PAGE = 10_000
 TEXT_LIMIT = 600  # characters of one result shown to the model
 _TAG = re.compile(r"^[^\x00-\x1f]{1,64}$")
-_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="agentos-query-vector")  # QueryVector's threads
 
 
 def timestamp_literal(moment: datetime) -> str:
@@ -174,11 +174,18 @@ def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | N
 
 
 class QueryVector:
-    """A query's vector (`query_vector`), embedded on a worker thread from the moment it is made, so that a search's
-    other reads run meanwhile instead of after it."""
+    """A query's vector (`query_vector`), embedded on a thread of its own from the moment it is made, so that a
+    search's other reads run meanwhile instead of after it (and a slow embedding service holds up no other search)."""
 
     def __init__(self, embedder: Any, query: str) -> None:
-        self._embedded = _EMBEDDING.submit(query_vector, embedder, query)
+        self._embedded: Future[tuple[list[float] | None, str | None]] = Future()
+        threading.Thread(target=self._embed, args=(embedder, query), daemon=True, name="agentos-query-vector").start()
+
+    def _embed(self, embedder: Any, query: str) -> None:
+        try:
+            self._embedded.set_result(query_vector(embedder, query))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the vector
+            self._embedded.set_exception(exc)
 
     async def wait(self) -> list[float] | None:
         """The vector, once embedded (None when the embedder failed)."""

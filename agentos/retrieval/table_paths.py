@@ -34,7 +34,7 @@ class OnceReads:
         running = self._running.get(key)
         if running is None:
             running = self._running[key] = asyncio.ensure_future(make())
-        return await asyncio.shield(running)  # one path's read cancelled leaves the others' alone
+        return await running  # the search's reads are cancelled together (reads.together), so this one with them
 
 
 @dataclass(frozen=True)
