@@ -198,3 +198,31 @@ def test_a_search_whose_exchanges_cannot_be_read_answers_from_the_other_paths(ag
     monkeypatch.setattr(reads, "handle", failing)
     hits = agent.tier(RecallTier).search(QUESTION, page_size=50, paths=["keyword", "exchange"]).hits
     assert hits and messages[10].id in [h.id for h in hits]
+
+
+def test_the_exchange_paths_share_one_read_and_a_failing_one_leaves_the_other_paths_answering(
+        agentos_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentos.retrieval.table_paths as table_paths
+    from agentos.errors import StorageError
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    messages = split_question(agent)
+    recall = agent.tier(RecallTier)
+    paths = ["keyword", "exchange", "window", "answer"]
+    whole = [h.id for h in recall.search(QUESTION, page_size=50, paths=paths).hits]
+    read, asked = table_paths.fts_rows, []
+
+    def counted(handle: object, query: str, column: str, *args: object, **kwargs: object) -> object:
+        asked.append(column)
+        if column == "text" and failing:
+            raise StorageError("the exchanges' index cannot be read")
+        return read(handle, query, column, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(table_paths, "fts_rows", counted)
+    failing = False
+    assert [h.id for h in recall.search(QUESTION, page_size=50, paths=paths).hits] == whole
+    assert asked.count("text") == 1  # exchange, window and answer ranked one read of the exchanges
+    failing = True
+    hits = [h.id for h in recall.search(QUESTION, page_size=50, paths=paths).hits]
+    assert hits == [h.id for h in recall.search(QUESTION, page_size=50, paths=["keyword"]).hits]
+    assert messages[10].id in whole
