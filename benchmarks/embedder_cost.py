@@ -7,7 +7,6 @@ vector, and embedding a long history in batches, on real conversation turns.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -15,16 +14,7 @@ import time
 from pathlib import Path
 
 from agentos.embedders.resolve import resolve_embedder
-
-
-def turns_of(path: Path, limit: int) -> list[str]:
-    """The text of LoCoMo's turns, conversation by conversation, in order."""
-    texts = []
-    for sample in json.loads(path.read_text(encoding="utf-8")):
-        for key, session in sample["conversation"].items():
-            if key.startswith("session_") and isinstance(session, list):
-                texts += [turn["text"] for turn in session if turn.get("text")]
-    return texts[:limit]
+from agentos.eval.conversations import read_samples, turn_messages
 
 
 def pct(values: list[float], q: float) -> float:
@@ -47,7 +37,8 @@ def main() -> int:
         subprocess.run(first, check=True)
         cold.append(time.perf_counter() - t)
     print(f"{args.embedder}: a new process to its first vector {min(cold):.2f}-{max(cold):.2f} s (3 runs)", flush=True)
-    texts = turns_of(args.path, max(args.turns, 2 * args.steps))
+    texts = [m.content for sample in read_samples(args.path) for m in turn_messages(sample)]
+    texts = texts[: max(args.turns, 2 * args.steps)]
     embedder = resolve_embedder(args.embedder)
     embedder.embed_documents(texts[:16])
     t = time.perf_counter()
