@@ -22,15 +22,12 @@ from pathlib import Path
 os.environ.setdefault("LANCEDB_LOG", "error")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agentos.server.recycle import heap_mib as heap_of  # noqa: E402
 from agentos.storage.db import INDEX_CACHE_BYTES, METADATA_CACHE_BYTES, tune_malloc  # noqa: E402
 
 
 def heap_mib() -> float:
-    with open("/proc/self/status", encoding="utf-8") as status:
-        for line in status:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return heap_of(os.getpid()) or 0.0
 
 
 def main(argv: list[str] | None = None) -> int:

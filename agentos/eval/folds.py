@@ -34,7 +34,7 @@ def chosen(candidates: Sequence[Config], folds: Sequence[int]) -> Config:
     def mean(config: Config, key: str) -> float:
         rows = [r[key] for f in folds for r in config.held(f).overall()]
         return round(sum(rows) / len(rows), 9) if rows else 0.0
-    return max(candidates, key=lambda c: (mean(c, "hit@10"), mean(c, "mrr"), -candidates.index(c)))
+    return max(candidates, key=lambda c: (mean(c, "hit@10"), mean(c, "mrr")))  # max keeps the first of equals
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def verdicts(per_path: dict[str, Config], base: Config, folds: int) -> list[Verd
 
 def report(configs: list[Config], base: Config, folds: int, *, names: Sequence[str], per_path: dict[str, Config],
            default: Config, grid: list[Config], baseline: Config | None = None,
-           rule_of_paths: bool = True, without: dict[str, Config] | None = None) -> list[Verdict]:
+           rule_of_paths: bool = True, without: dict[str, Config] | None = None) -> None:
     """For each held-out fold, every configuration's table and the weights chosen on the other folds; then the
     decision rule's outcome, for each path of `per_path` (`rule_of_paths`) or for the configurations it names;
     then what each path of `default` adds to the others (`without`: by path, `default` without it). `names` says
@@ -97,7 +97,6 @@ def report(configs: list[Config], base: Config, folds: int, *, names: Sequence[s
             gains = "  ".join(f"fold {f + 1} {g:+.3f} [{lo:+.3f}, {hi:+.3f}]" for f in range(folds)
                               for g, lo, hi in [gain_over(default.held(f), config.held(f))])
             print(f"  {path:<{width}}{gains}")
-    return found
 
 
 def _weights(config: Config) -> str:

@@ -29,8 +29,9 @@ from agentos.eval.conversations import (
     turn_messages,
 )
 from agentos.eval.folds import fold_of, report, weight_grid
+from agentos.eval.locomo_qa.stats import percentile
 from agentos.eval.models import resolve
-from agentos.eval.scoring import Config, K, ablation, compare, paired_gain, percentile, score, table
+from agentos.eval.scoring import Config, K, ablation, compare, paired_gain, score, table
 from agentos.memory.recall import RecallTier
 from agentos.memory.tier import TierContext
 from agentos.messages import Message
@@ -229,7 +230,7 @@ def _print(runs: Plan, data: Sequence[dict[str, Any]], path: str, *, embedder: s
               "can be scored", file=sys.stderr)
         return 2
     print(f"LoCoMo retrieval: {len(data)} conversations, embedder {embedder!r}, paths {main.label}, load {load_s:.1f} s; "
-          f"search p50 {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms")
+          f"search p50 {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 95):.1f} ms")
     table(main)
     if left_out or uncited:
         print(f"questions left out (no text, category or cited turn): {left_out}; asked but citing no turn of their "

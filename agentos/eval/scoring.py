@@ -6,9 +6,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from agentos.eval.conversations import CATEGORIES
+from agentos.eval.locomo_qa.stats import bootstrap, paired, percentile
 
 K = 10
 ASKED = (1, 2, 3, 4)  # the categories scored overall (5, adversarial, has no answer to find)
@@ -77,12 +76,10 @@ class Config:
         return statistics.mean(r[key] for r in overall) if overall else 0.0
 
 
-def paired_gain(ours: list[float], theirs: list[float], resamples: int = 2000) -> tuple[float, float, float]:
-    """Mean of ours - theirs over the same questions, with a 95% paired-bootstrap interval."""
-    diff = np.asarray(ours, dtype=float) - np.asarray(theirs, dtype=float)
-    picks = np.random.default_rng(0).integers(0, len(diff), size=(resamples, len(diff)))
-    low, high = np.percentile(diff[picks].mean(axis=1), [2.5, 97.5])
-    return float(diff.mean()), float(low), float(high)
+def paired_gain(ours: list[float], theirs: list[float]) -> tuple[float, float, float]:
+    """Mean of ours - theirs over the same questions, with a 95% paired-bootstrap interval (seed 0)."""
+    gain = paired(ours, theirs, seed=0)
+    return (gain["mean"], gain["low"], gain["high"]) if gain["n"] else (0.0, 0.0, 0.0)
 
 
 def gain_over(config: Config, base: Config, key: str = "hit@10") -> tuple[float, float, float]:
@@ -92,13 +89,8 @@ def gain_over(config: Config, base: Config, key: str = "hit@10") -> tuple[float,
 
 def interval(values: list[float]) -> str:
     """'0.704 [0.681, 0.726]': a mean and its 95% bootstrap interval."""
-    mean, low, high = paired_gain(values, [0.0] * len(values))
-    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(int(share * len(ordered)), len(ordered) - 1)] if ordered else 0.0
+    found = bootstrap(values, seed=0)
+    return f"{found['mean']:.3f} [{found['low']:.3f}, {found['high']:.3f}]" if found["n"] else "-"
 
 
 def table(config: Config) -> None:
@@ -126,7 +118,7 @@ def ablation(configs: list[Config], base: Config, title: str) -> None:
         gain, low, high = gain_over(config, base)
         print(f"{config.label:<{width}}{cats}{interval([r['hit@10'] for r in config.overall()]):>24}"
               f"{f'{gain:+.3f} [{low:+.3f}, {high:+.3f}]':>25}{config.mean('mrr'):>7.3f}"
-              f"{statistics.median(config.latencies):>8.1f}{percentile(config.latencies, 0.95):>8.1f}"
+              f"{statistics.median(config.latencies):>8.1f}{percentile(config.latencies, 95):>8.1f}"
               f"{statistics.mean(config.tokens):>8.0f}")
 
 
