@@ -52,7 +52,7 @@ def test_eval_command_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFix
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
     assert main(["locomo", str(path), "--embedder", embedder]) == 0
     out = capsys.readouterr().out
-    assert "hit@10" in out and "overall (1-4)" in out and "4 single-hop" in out
+    assert "hit@10" in out and "overall (1,2,4)" in out and "4 single-hop" in out  # the categories asked
     overall = next(line for line in out.splitlines() if line.startswith("overall"))
     assert overall.split()[2] == "3"  # three questions with evidence
     assert float(overall.split()[5]) == 1.0  # hit@10 on a three-turn conversation
@@ -176,3 +176,16 @@ def test_two_folds_report_each_held_out_fold_and_the_rule(tmp_path: Path, capsys
     if ablation:
         assert "keyword+window" in fold_1 and "\n  window " in out and "on by default by the rule: keyword\n" in out
     assert main(["locomo", str(path), "--folds", "3"]) == 2
+
+
+def test_a_held_out_fold_without_questions_of_the_chosen_categories_is_said_not_scored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = {**SAMPLE, "sample_id": "conv-y", "qa": [q for q in SAMPLE["qa"] if q["category"] != 1]}
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([SAMPLE, other]), encoding="utf-8")
+    assert main(["locomo", str(path), "--folds", "2", "--categories", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "fold 1 held out (conversation 1; 1 questions, categories 1)" in out
+    assert "fold 2 held out (conversation 2): no questions of categories 1" in out
+    keyword = next(line for line in out.split("fold 1 held out")[1].splitlines() if line.startswith("keyword "))
+    assert keyword.split()[1:5] == ["1.000", "-", "-", "-"]  # categories not asked are not shown as misses

@@ -14,6 +14,7 @@ from agentos.memory.exchanges import exchange_rows, exchanges_table_name
 from agentos.memory.recall import RecallTier
 from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
+from agentos.retrieval.windows import earlier_text
 from tests.memory_helpers import CONVERSATION_START, conversation
 
 START = CONVERSATION_START
@@ -37,10 +38,17 @@ def exchange_texts(agent: Agent) -> dict[str, str]:
 def test_each_turn_is_joined_with_the_one_before_it() -> None:
     turns = [(f"m{i}", "user", START, f"text {i}") for i in range(3)]
     rows, after = exchange_rows(["earlier"], turns)
-    assert [r["text"] for r in rows] == ["earlier\ntext 0", "text 0\ntext 1", "text 1\ntext 2"]
+    assert [r["text"] for r in rows] == ["earlier\x1etext 0", "text 0\x1etext 1", "text 1\x1etext 2"]
     assert after == ["text 2"]
     first, _ = exchange_rows([], turns[:1])
-    assert first[0]["text"] == "text 0"  # the conversation's first turn stands alone
+    assert first[0]["text"] == "\x1etext 0"  # the conversation's first turn stands alone
+
+
+def test_turns_of_several_lines_keep_the_boundary_between_them() -> None:
+    turns = [("a", "user", START, "line one?\nline two"), ("b", "assistant", START, "reply\x1eone?\nreply two")]
+    rows, after = exchange_rows([], turns)
+    assert [earlier_text(r["text"]) for r in rows] == [None, "line one?\nline two"]
+    assert after == ["reply one?\nreply two"]  # a turn's own separator is taken out of it
 
 
 def test_a_reply_holding_the_rest_of_the_questions_words_ranks_first(agentos_home: Path) -> None:

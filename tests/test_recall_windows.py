@@ -45,12 +45,13 @@ def test_a_turn_held_twice_counts_once_and_the_first_turn_has_no_window_before_i
 
 
 def test_a_reply_is_credited_only_when_the_turn_before_it_asks() -> None:
-    rows = [{"id": "x", "_score": 4.0, "text": "I went to Galway.\nThe music was great."},
-            {"id": "y", "_score": 3.0, "text": "How was Galway?\nLoved the music."},
-            {"id": "z", "_score": 2.0, "text": "Galway? music, first turn"}]  # no turn before it
+    rows = [{"id": "x", "_score": 4.0, "text": "I went to Galway.\x1eThe music was great."},
+            {"id": "y", "_score": 3.0, "text": "How was Galway?\x1eLoved the music."},
+            {"id": "w", "_score": 2.5, "text": "I went to Galway.\x1eWhy? The music.\nIt was great."},  # it asks itself
+            {"id": "z", "_score": 2.0, "text": "\x1eGalway? music,\nfirst turn"}]  # no turn before it
     assert answer_ranking(rows) == ["y"]
-    assert earlier_text("Q?\nA\nmore") == "Q?\nA" and earlier_text("alone") is None
-    asked = [{"id": f"r{n}", "_score": 1.0, "text": f"{question}\nreply"} for n, question in
+    assert earlier_text("Q?\nA\nmore") == "Q?\nA" and earlier_text("alone") is None  # rows written before the break
+    asked = [{"id": f"r{n}", "_score": 1.0, "text": f"{question}\x1ereply"} for n, question in
              enumerate(("你去哪里了？", "أين كنت؟", "Where were you"))]
     assert answer_ranking(asked) == ["r0", "r1"]  # a question asked in Chinese or Arabic too
 

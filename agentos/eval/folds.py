@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentos.eval.scoring import Config, ablation, compare, gain_over
+from agentos.eval.scoring import Config, ablation, asked_label, compare, gain_over
 from agentos.retrieval.recall_paths import DEFAULT_WEIGHTS, STAGES
 
 WEIGHT_GRID = (0.25, 1.0)  # a non-keyword path's RRF weight, beside its default (DEFAULT_WEIGHTS: 0.5)
@@ -66,8 +66,11 @@ def report(configs: list[Config], base: Config, folds: int, *, names: Sequence[s
     for fold in range(folds):
         held = [c.held(fold) for c in configs]
         count = len(base.held(fold).overall())
-        ablation(held, base.held(fold), f"fold {fold + 1} held out ({names[fold]}; {count} questions, categories 1-4): "
-                                        "hit@10 (gain over keyword alone, 95% paired bootstrap)")
+        if not count:
+            print(f"fold {fold + 1} held out ({names[fold]}): no questions of categories {asked_label(base.kinds)}")
+            continue
+        ablation(held, base.held(fold), f"fold {fold + 1} held out ({names[fold]}; {count} questions, categories "
+                                        f"{asked_label(base.kinds)}): hit@10 (gain over keyword alone, 95% paired bootstrap)")
         if baseline is not None:
             compare(default.held(fold).overall(), baseline.held(fold).overall())
         if grid:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +100,13 @@ def table(config: Config) -> None:
     scores = config.scores
     for cat in sorted(scores):
         _line(f"{cat} {CATEGORIES.get(cat, '')}", scores[cat])
-    _line("overall (1-4)", config.overall())
+    _line(f"overall ({asked_label(scores)})", config.overall())
+
+
+def asked_label(kinds: Iterable[int]) -> str:
+    """The scored categories among `kinds`: "1-4" when all of them, else the numbers ("3", "1,3")."""
+    asked = sorted(set(kinds) & set(ASKED))
+    return "1-4" if asked == list(ASKED) else ",".join(map(str, asked))
 
 
 def ablation(configs: list[Config], base: Config, title: str) -> None:
@@ -113,7 +120,7 @@ def ablation(configs: list[Config], base: Config, title: str) -> None:
           f"{'tokens':>8}")
     for config in configs:
         scores = config.scores
-        cats = "".join(f"{statistics.mean(r['hit@10'] for r in scores[c]) if scores.get(c) else 0:>11.3f}"
+        cats = "".join(f"{statistics.mean(r['hit@10'] for r in scores[c]):>11.3f}" if scores.get(c) else f"{'-':>11}"
                        for c in ASKED)
         gain, low, high = gain_over(config, base)
         print(f"{config.label:<{width}}{cats}{interval([r['hit@10'] for r in config.overall()]):>24}"

@@ -9,7 +9,7 @@ lean on where a data set's labels sit:
   reply completes a question. Other exchanges are left to the keyword path.
 
 Both rank the rows BM25 read from the exchanges table (id: the later turn, text: the earlier turn's search text,
-a newline, then the later one's), best first.
+`TURN_BREAK`, then the later one's), best first.
 """
 
 from __future__ import annotations
@@ -59,9 +59,16 @@ def asks(text: str) -> bool:
     return any(mark in text for mark in QUESTION_MARKS)
 
 
+TURN_BREAK = "\x1e"  # joins an exchange's turns (ASCII record separator; taken out of the turns' own text)
+
+
 def earlier_text(exchange: str) -> str | None:
-    """The earlier turn's text of an exchange row's text ("earlier\\nlater"); None for a turn that follows none. A
-    later turn of several lines is taken as its last line (a question in its other lines then counts)."""
+    """The earlier turn's text of an exchange row's text (earlier, TURN_BREAK, later); None for a turn that follows
+    none. Rows written before TURN_BREAK joined their turns with a newline: the later turn is then taken as the last
+    line (until `agentos reindex` writes them again)."""
+    if TURN_BREAK in exchange:
+        earlier = exchange.rpartition(TURN_BREAK)[0]
+        return earlier or None
     earlier, newline, _ = exchange.rpartition("\n")
     return earlier if newline else None
 
