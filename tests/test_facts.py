@@ -3,6 +3,7 @@ retention ranking, prune, crash repair, rewind, export and read-only access."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -293,3 +294,32 @@ def test_a_letta_file_export_says_it_leaves_the_facts_out(agentos_home: Path, tm
     agent.close()
     report = export_af(agent.store, "ada", tmp_path / "ada.af")
     assert any(line.startswith("fact memory (1 current fact,") for line in report.not_exported)
+
+
+def test_fact_search_embeds_the_query_beside_its_reads_keeps_the_vector_and_falls_back_to_keywords(
+        agentos_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentos.errors import EmbedderError
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]), settings=AgentSettings(embedder="hash:32"))
+    tier = agent.tier(FactTier)
+    add(tier, "Ada plays the cello")
+    embedder = agent.tiers.embedder()
+    asked: list[str] = []
+    embed_query = type(embedder).embed_query
+
+    def embedded(self: object, queries: list[str]) -> object:
+        asked.append(threading.current_thread().name)
+        return embed_query(self, queries)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(embedder), "embed_query", embedded)
+    found = tier.search("cello")
+    assert texts(found.hits) == ["Ada plays the cello"] and found.note is None
+    assert texts(tier.search("cello").hits) == ["Ada plays the cello"]
+    assert asked == ["agentos-query-vector"]  # on a thread of its own, once: the second search reused the vector
+
+    def down(self: object, texts: object) -> None:
+        raise EmbedderError("the embedding service is down")
+
+    monkeypatch.setattr(type(embedder), "embed_query", down)
+    page = tier.search("plays cello")
+    assert texts(page.hits) == ["Ada plays the cello"] and "unavailable" in (page.note or "")

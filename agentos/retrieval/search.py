@@ -191,9 +191,13 @@ class QueryVector:
         """The vector, once embedded (None when the embedder failed)."""
         return (await asyncio.wrap_future(self._embedded))[0]
 
+    def result(self) -> tuple[list[float] | None, str | None]:
+        """The vector (None when the embedder failed) and why it is missing; waits for the embedding."""
+        return self._embedded.result()
+
     def note(self) -> str | None:
         """Why meaning-based search was left out, when the embedder failed; waits for the embedding."""
-        return self._embedded.result()[1]
+        return self.result()[1]
 
 
 def shorten(text: str, limit: int = TEXT_LIMIT) -> str:

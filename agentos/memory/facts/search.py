@@ -14,7 +14,7 @@ from agentos.memory.facts.tables import COLUMNS, CURRENT, FactTables, believed_a
 from agentos.messages import utc_now
 from agentos.retrieval.page import Page, given
 from agentos.retrieval.pipeline import Ranked, RankedPath, page_of, rank_many, rank_paths
-from agentos.retrieval.search import MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, clean_query, query_vector
+from agentos.retrieval.search import MAX_CANDIDATES, PAGE_SIZE, VECTOR_CANDIDATES, QueryVector, clean_query
 from agentos.retrieval.table_paths import KeywordPath, Rows, VectorPath
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
@@ -68,8 +68,9 @@ class FactSearch(FactTables):
             shown = listed[page * page_size : (page + 1) * page_size]
             return Page(shown, len(listed), page, page_size, query=query, filters=filters)
         with storage_errors("search fact memory"):
-            vector, note = self._query_vector(query)
+            vector = self._query_vector(query)  # embedded while the keyword read runs
             ranking = rank_paths(self._paths(query, vector, where), self.ctx.db.reads.gather)
+            note = self._kept(query, vector)
         rows = ranking.rows
         found = page_of(ranking.fused(), page, page_size, lambda scored: [Fact.of_row(rows[k]) for k, _ in scored],
                         note=note, query=query, filters=filters)
@@ -85,30 +86,37 @@ class FactSearch(FactTables):
         facts = self.search(query, page_size=limit, record=False).hits
         return list(dict.fromkeys(key for fact in facts for key in fact.source_ids))[:limit]
 
-    def _paths(self, query: str, vector: list[float] | None, where: str) -> list[RankedPath]:
+    def _paths(self, query: str, vector: list[float] | QueryVector | None, where: str) -> list[RankedPath]:
         """A fact search's ranked lists: keyword matches, nearest vectors (with an embedder), retention; equal
         matches within a list are ordered by retention (it breaks ties, then ranks as a list of its own)."""
         now = utc_now()
         handle = self.ctx.db.reads.handle(self.table_name)
         paths: list[RankedPath] = [KeywordPath("keyword", KEYWORD_WEIGHT, handle, query, "text", where, MAX_CANDIDATES,
                                                COLUMNS[1:], order=_tied_by_retention(lambda r: -r["_score"], now))]
-        if vector:
+        if vector is not None:
             paths.append(VectorPath("vector", VECTOR_WEIGHT, handle, vector, where, VECTOR_CANDIDATES, COLUMNS[1:],
                                     order=_tied_by_retention(lambda r: r["_distance"], now)))
         return [*paths, RetentionPath(now)]
 
-    def _query_vector(self, query: str) -> tuple[list[float] | None, str | None]:
-        """The query's vector (None without an embedder), kept a while: a fact written next reuses it."""
+    def _query_vector(self, query: str) -> list[float] | QueryVector | None:
+        """The query's vector: kept from an earlier search, or being embedded (None without an embedder)."""
         if not self.embedder.enabled:
-            return None, None
+            return None
         if query in self._query_vectors:
-            return list(self._query_vectors[query]), None
-        vector, note = query_vector(self.embedder, query)
-        if vector is not None:
-            self._query_vectors[query] = vector
+            return list(self._query_vectors[query])
+        return QueryVector(self.embedder, query)
+
+    def _kept(self, query: str, vector: list[float] | QueryVector | None) -> str | None:
+        """Keep a newly embedded query's vector a while (a fact written next reuses it); why it is missing, when
+        the embedder failed."""
+        if not isinstance(vector, QueryVector):
+            return None
+        embedded, note = vector.result()
+        if embedded is not None:
+            self._query_vectors[query] = embedded
             while len(self._query_vectors) > QUERY_VECTORS_KEPT:
                 self._query_vectors.pop(next(iter(self._query_vectors)))
-        return vector, note
+        return note
 
     def similar(self, texts: Sequence[str], k: int) -> list[list[Fact]]:
         """For each text, the `k` current facts most like it (what consolidation compares new facts with); the
@@ -117,9 +125,11 @@ class FactSearch(FactTables):
         if self._reading() is None or not any(queries):
             return [[] for _ in texts]
         with storage_errors("search fact memory"):
-            vectors = [self._query_vector(q)[0] if q else None for q in queries]
+            vectors = [self._query_vector(q) if q else None for q in queries]
             searches = [self._paths(q, v, CURRENT) if q else [] for q, v in zip(queries, vectors)]
             rankings = rank_many(searches, self.ctx.db.reads.gather)
+            for query, vector in zip(queries, vectors):
+                self._kept(query, vector)
         out: list[list[Fact]] = []
         for ranking in rankings:
             rows = ranking.rows
