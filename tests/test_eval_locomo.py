@@ -186,6 +186,7 @@ def test_a_held_out_fold_without_questions_of_the_chosen_categories_is_said_not_
     assert main(["locomo", str(path), "--folds", "2", "--categories", "1"]) == 0
     out = capsys.readouterr().out
     assert "fold 1 held out (conversation 1; 1 questions, categories 1)" in out
-    assert "fold 2 held out (conversation 2): no questions of categories 1" in out
+    assert "fold 2 held out (conversation 2): no questions of the categories asked; not scored" in out
+    assert "excludes zero on all 1 held-out folds with questions" in out and "fold 2 +" not in out
     keyword = next(line for line in out.split("fold 1 held out")[1].splitlines() if line.startswith("keyword "))
     assert keyword.split()[1:5] == ["1.000", "-", "-", "-"]  # categories not asked are not shown as misses

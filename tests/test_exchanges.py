@@ -48,7 +48,8 @@ def test_turns_of_several_lines_keep_the_boundary_between_them() -> None:
     turns = [("a", "user", START, "line one?\nline two"), ("b", "assistant", START, "reply\x1eone?\nreply two")]
     rows, after = exchange_rows([], turns)
     assert [earlier_text(r["text"]) for r in rows] == [None, "line one?\nline two"]
-    assert after == ["reply one?\nreply two"]  # a turn's own separator is taken out of it
+    assert rows[1]["text"].endswith("line two\x1ereply one?\nreply two")  # a turn's own separator is taken out
+    assert after == ["reply\x1eone?\nreply two"]
 
 
 def test_a_reply_holding_the_rest_of_the_questions_words_ranks_first(agentos_home: Path) -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pytest
+
 from agentos.retrieval.page import Page, given
 from agentos.retrieval.pipeline import Ranked, Scored, page_of, rank_many, rank_paths, reordered
-from agentos.retrieval.search import RRF_K
+from agentos.retrieval.search import RRF_K, QueryVector
 from agentos.retrieval.table_paths import together
 
 
@@ -141,3 +145,31 @@ def test_reads_run_together_and_one_failing_cancels_the_others() -> None:
         return "no error"
 
     assert asyncio.run(asyncio.wait_for(run(), 5)) == "the table is gone"
+
+
+def test_a_query_vector_given_up_while_it_is_embedded_ends_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search whose other read failed cancels its wait for the vector; the embedding thread then finishes without
+    an exception of its own (which Python would print as "Exception in thread ...")."""
+    raised: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+    release = threading.Event()
+
+    class Slow:
+        def embed_query(self, texts: list[str]) -> np.ndarray:
+            release.wait(5)
+            return np.zeros((len(texts), 4), dtype=np.float32)
+
+    vector = QueryVector(Slow(), "where did we go in May")
+
+    async def give_up() -> None:
+        waiting = asyncio.ensure_future(vector.wait())
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(give_up())
+    release.set()
+    for thread in [t for t in threading.enumerate() if t.name == "agentos-query-vector"]:
+        thread.join(5)
+    assert raised == []

@@ -39,19 +39,27 @@ def chosen(candidates: Sequence[Config], folds: Sequence[int]) -> Config:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A path's gain over keywords alone on each held-out fold, and whether every interval excludes zero."""
+    """A path's gain over keywords alone on each held-out fold that has questions (`folds`), and whether every
+    interval excludes zero."""
 
     path: str
     gains: tuple[tuple[float, float, float], ...]
+    folds: tuple[int, ...]
 
     @property
     def on(self) -> bool:
-        return all(low > 0 for _, low, _ in self.gains)
+        return bool(self.gains) and all(low > 0 for _, low, _ in self.gains)
+
+
+def scored_folds(base: Config, folds: int) -> tuple[int, ...]:
+    """The folds that hold questions of the categories asked (a small file or one category may leave one empty)."""
+    return tuple(f for f in range(folds) if base.held(f).overall())
 
 
 def verdicts(per_path: dict[str, Config], base: Config, folds: int) -> list[Verdict]:
     """The decision rule for each path (its configuration: keyword + the path), fold by fold."""
-    return [Verdict(path, tuple(gain_over(config.held(f), base.held(f)) for f in range(folds)))
+    scored = scored_folds(base, folds)
+    return [Verdict(path, tuple(gain_over(config.held(f), base.held(f)) for f in scored), scored)
             for path, config in per_path.items()]
 
 
@@ -63,18 +71,21 @@ def report(configs: list[Config], base: Config, folds: int, *, names: Sequence[s
     then what each path of `default` adds to the others (`without`: by path, `default` without it). `names` says
     which conversations each fold holds."""
     candidates = [default, *grid]
+    scored = scored_folds(base, folds)
     for fold in range(folds):
         held = [c.held(fold) for c in configs]
         count = len(base.held(fold).overall())
-        if not count:
-            print(f"fold {fold + 1} held out ({names[fold]}): no questions of categories {asked_label(base.kinds)}")
+        if fold not in scored:
+            print(f"\nfold {fold + 1} held out ({names[fold]}): no questions of the categories asked; not scored")
             continue
         ablation(held, base.held(fold), f"fold {fold + 1} held out ({names[fold]}; {count} questions, categories "
                                         f"{asked_label(base.kinds)}): hit@10 (gain over keyword alone, 95% paired bootstrap)")
         if baseline is not None:
             compare(default.held(fold).overall(), baseline.held(fold).overall())
-        if grid:
-            others = [f for f in range(folds) if f != fold]
+        others = [f for f in scored if f != fold]
+        if grid and not others:
+            print("weights: no other fold has questions to choose them on")
+        elif grid:
             pick = chosen(candidates, others)
             mine, untuned = pick.held(fold), default.held(fold)
             gain, low, high = gain_over(mine, base.held(fold))
@@ -86,10 +97,11 @@ def report(configs: list[Config], base: Config, folds: int, *, names: Sequence[s
     if found:
         what = "a path is on by default only if its gain over keyword alone (keyword + the path)" if rule_of_paths \
             else "a configuration passes only if its gain over keyword alone"
-        print(f"\ndecision rule: {what} excludes zero on all {folds} held-out folds")
+        print(f"\ndecision rule: {what} excludes zero on all {len(scored)} held-out folds with questions")
         width = max(len(v.path) for v in found) + 2
         for verdict in found:
-            gains = "  ".join(f"fold {f + 1} {g:+.3f} [{lo:+.3f}, {hi:+.3f}]" for f, (g, lo, hi) in enumerate(verdict.gains))
+            gains = "  ".join(f"fold {f + 1} {g:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+                              for f, (g, lo, hi) in zip(verdict.folds, verdict.gains))
             print(f"  {verdict.path:<{width}}{gains}  -> {'on' if verdict.on else 'off'}")
         if rule_of_paths:
             print(f"on by default by the rule: {', '.join(['keyword', *(v.path for v in found if v.on)])}")
@@ -97,7 +109,7 @@ def report(configs: list[Config], base: Config, folds: int, *, names: Sequence[s
         print(f"\nwhat each path of {default.label} adds to the others (it against the same paths without it)")
         width = max(map(len, without)) + 2
         for path, config in without.items():
-            gains = "  ".join(f"fold {f + 1} {g:+.3f} [{lo:+.3f}, {hi:+.3f}]" for f in range(folds)
+            gains = "  ".join(f"fold {f + 1} {g:+.3f} [{lo:+.3f}, {hi:+.3f}]" for f in scored
                               for g, lo, hi in [gain_over(default.held(f), config.held(f))])
             print(f"  {path:<{width}}{gains}")
 

@@ -106,7 +106,7 @@ def table(config: Config) -> None:
 def asked_label(kinds: Iterable[int]) -> str:
     """The scored categories among `kinds`: "1-4" when all of them, else the numbers ("3", "1,3")."""
     asked = sorted(set(kinds) & set(ASKED))
-    return "1-4" if asked == list(ASKED) else ",".join(map(str, asked))
+    return "1-4" if asked == list(ASKED) else ",".join(map(str, asked)) or "none of 1-4"
 
 
 def ablation(configs: list[Config], base: Config, title: str) -> None:
@@ -130,10 +130,10 @@ def ablation(configs: list[Config], base: Config, title: str) -> None:
 
 
 def compare(hybrid: list[dict[str, float]], keyword: list[dict[str, float]]) -> None:
-    """How search with vectors differs from the same search without them, on the same questions (categories 1-4)."""
+    """How search with vectors differs from the same search without them, on the same questions."""
     if not hybrid:
         return
-    print("with vectors, model stages and cross vs without (the same paths otherwise), same questions (1-4), gain with 95% "
+    print("with vectors, model stages and cross vs without (the same paths otherwise), same questions, gain with 95% "
           "paired-bootstrap interval:")
     for key, label in (("hit@10", "hit@10"), ("recall@10", "ev.rec@10"), ("mrr", "MRR")):
         mean, low, high = paired_gain([r[key] for r in hybrid], [r[key] for r in keyword])

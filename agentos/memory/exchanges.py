@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from agentos.errors import StorageError
 from agentos.messages import Message
-from agentos.retrieval.windows import TURN_BREAK
+from agentos.retrieval.windows import exchange_text
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
 from agentos.storage.records import search_text
@@ -45,15 +45,12 @@ def exchanges_table_name(agent_id: str) -> str:
 
 def exchange_rows(earlier: Sequence[str], turns: Sequence[Turn]) -> tuple[list[dict[str, Any]], list[str]]:
     """The rows of `turns` (in conversation order) that follow turns whose search texts are `earlier`, and the
-    texts the turns after them follow. A row's turns are joined by TURN_BREAK, which the first turn's row starts
-    with (so that every row shows where its last turn begins, whatever lines the turns hold)."""
+    texts the turns after them follow (a row's text: retrieval.windows.exchange_text)."""
     keep = EXCHANGE_TURNS - 1
-    texts = [t.replace(TURN_BREAK, " ") for t in list(earlier)[len(earlier) - keep:]] if keep else []
+    texts = list(earlier)[len(earlier) - keep:] if keep else []
     rows = []
     for key, role, created_at, text in turns:
-        text = text.replace(TURN_BREAK, " ")
-        rows.append({"id": key, "role": role, "created_at": created_at,
-                     "text": TURN_BREAK.join([*texts, text] if texts else ["", text])})
+        rows.append({"id": key, "role": role, "created_at": created_at, "text": exchange_text([*texts, text])})
         texts = [*texts, text][len(texts) + 1 - keep:] if keep else []
     return rows, texts
 

@@ -182,6 +182,8 @@ class QueryVector:
         threading.Thread(target=self._embed, args=(embedder, query), daemon=True, name="agentos-query-vector").start()
 
     def _embed(self, embedder: Any, query: str) -> None:
+        if not self._embedded.set_running_or_notify_cancel():
+            return  # the search was given up before the embedding began
         try:
             self._embedded.set_result(query_vector(embedder, query))
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the vector

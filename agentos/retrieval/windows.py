@@ -62,6 +62,13 @@ def asks(text: str) -> bool:
 TURN_BREAK = "\x1e"  # joins an exchange's turns (ASCII record separator; taken out of the turns' own text)
 
 
+def exchange_text(turns: Sequence[str]) -> str:
+    """An exchange row's text: its turns' search texts, earliest first, joined by TURN_BREAK; a turn that follows none
+    comes after one too, so that every row shows where its last turn begins, whatever lines the turns hold."""
+    texts = [t.replace(TURN_BREAK, " ") for t in turns]
+    return TURN_BREAK.join(texts if len(texts) > 1 else ["", *texts])
+
+
 def earlier_text(exchange: str) -> str | None:
     """The earlier turn's text of an exchange row's text (earlier, TURN_BREAK, later); None for a turn that follows
     none. Rows written before TURN_BREAK joined their turns with a newline: the later turn is then taken as the last

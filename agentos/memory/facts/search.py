@@ -125,10 +125,10 @@ class FactSearch(FactTables):
         if self._reading() is None or not any(queries):
             return [[] for _ in texts]
         with storage_errors("search fact memory"):
-            vectors = [self._query_vector(q) if q else None for q in queries]
-            searches = [self._paths(q, v, CURRENT) if q else [] for q, v in zip(queries, vectors)]
+            vectors = {q: self._query_vector(q) for q in dict.fromkeys(queries) if q}  # a text given twice: once
+            searches = [self._paths(q, vectors[q], CURRENT) if q else [] for q in queries]
             rankings = rank_many(searches, self.ctx.db.reads.gather)
-            for query, vector in zip(queries, vectors):
+            for query, vector in vectors.items():
                 self._kept(query, vector)
         out: list[list[Fact]] = []
         for ranking in rankings:
