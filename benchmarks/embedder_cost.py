@@ -15,11 +15,7 @@ from pathlib import Path
 
 from agentos.embedders.resolve import resolve_embedder
 from agentos.eval.conversations import read_samples, turn_messages
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
+from agentos.eval.locomo_qa.stats import percentile
 
 
 def main() -> int:
@@ -55,8 +51,8 @@ def main() -> int:
         t = time.perf_counter()
         embedder.embed_query([" ".join(texts[i].split()[:8])])
         queries.append((time.perf_counter() - t) * 1000)
-    print(f"a step (a turn and its reply): p50 {statistics.median(steps):.1f} ms, p95 {pct(steps, .95):.1f} ms; a "
-          f"query (8 words): p50 {statistics.median(queries):.1f} ms, p95 {pct(queries, .95):.1f} ms", flush=True)
+    print(f"a step (a turn and its reply): p50 {statistics.median(steps):.1f} ms, p95 {percentile(steps, 95):.1f} ms; a "
+          f"query (8 words): p50 {statistics.median(queries):.1f} ms, p95 {percentile(queries, 95):.1f} ms", flush=True)
     return 0
 
 

@@ -253,7 +253,7 @@ class ArchivalTier(Tier):
                 paths.append(VectorPath("vector", VECTOR_WEIGHT, handle, vector, where, VECTOR_CANDIDATES, _SHOWN,
                                         kept=kept))
             ranking = rank_paths(paths, self.ctx.db.reads.gather)
-            note = vector.note() if vector else None
+            note = vector.note() if vector is not None else None
             known = ranking.rows
             return page_of(ranking.fused(), page, page_size,
                            lambda chosen: [self._hit(known[key], score) for key, score in chosen],
