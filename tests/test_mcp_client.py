@@ -90,6 +90,26 @@ def test_an_error_a_hang_and_a_crash_become_tool_errors_and_the_crashed_server_i
     agent.close()
 
 
+def test_the_sdks_own_read_timeout_reads_as_the_same_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the SDK's read timeout and agentos's deadline are one setting; on a busy machine the SDK's may be seen first
+    import mcp
+
+    class QuickClient(mcp.Client):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "read_timeout_seconds": 0.5})
+
+    monkeypatch.setattr(mcp, "Client", QuickClient)
+    agent = agent_with(stdio(timeout_s=30), [Step(tool_calls=[("t__hang", {})]), Step(tool_calls=[("t__pid", {})]),
+                                             "still here"])
+    started = time.monotonic()
+    events = run(agent)
+    hung, pid = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert time.monotonic() - started < 20  # the SDK's 0.5 s ended the call, not agentos's 30 s
+    assert hung.is_error and 'MCP server "t" did not run "hang" within 30 s' in hung.result
+    assert not pid.is_error and int(pid.result) > 0  # the server still answers
+    agent.close()
+
+
 def test_servers_start_at_the_first_turn_and_stop_when_the_agent_closes() -> None:
     agent = agent_with(stdio(), [Step(tool_calls=[("t__pid", {})]), "ok"])
     assert agent.session.mcp is not None and not agent.session.mcp.connections  # nothing started by opening

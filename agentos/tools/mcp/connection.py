@@ -22,6 +22,7 @@ from agentos.version import __version__
 
 T = TypeVar("T")
 CONNECTION_CLOSED = -32000  # the SDK's code for a transport that ended (the server exited, the socket closed)
+REQUEST_TIMEOUT = -32001  # the SDK's code for a request its own read timeout (the same deadline as ours) gave up on
 STOP_WAIT_S = 5.0
 LOG_LINES = 5
 
@@ -87,11 +88,12 @@ class McpConnection:
         future = self._loop.submit(make())
         try:
             return future.result(self.spec.timeout_s)
-        except (FutureTimeout, TimeoutError) as exc:
-            future.cancel()
-            raise McpError(f'MCP server "{self.spec.name}" did not {what} within {self.spec.timeout_s:g} s; the call '
-                           f"was abandoned (raise its timeout with: agentos mcp add ... --timeout S).") from exc
         except Exception as exc:  # noqa: BLE001 - whatever the SDK raises becomes a tool error
+            # the SDK's read timeout and ours are one deadline; on a busy machine either may be seen first
+            if isinstance(exc, (FutureTimeout, TimeoutError)) or getattr(exc, "code", None) == REQUEST_TIMEOUT:
+                future.cancel()
+                raise McpError(f'MCP server "{self.spec.name}" did not {what} within {self.spec.timeout_s:g} s; the '
+                               f"call was abandoned (raise its timeout with: agentos mcp add ... --timeout S).") from exc
             if getattr(exc, "code", None) == CONNECTION_CLOSED or not self.running:
                 self._forget()
                 raise McpError(f'MCP server "{self.spec.name}" stopped while asked to {what}'
