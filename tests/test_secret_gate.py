@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentos import Agent, tool
@@ -350,6 +350,7 @@ def test_the_api_takes_the_settings_and_streams_the_event(tmp_path: Path) -> Non
 
 
 @settings(max_examples=300, deadline=None)
+@example("2070355526777973.0")  # a float's repr whose whole part passes Luhn (found by this test)
 @given(st.one_of(
     st.uuids().map(lambda u: u.hex), st.uuids().map(str),
     st.binary(min_size=1, max_size=64).map(lambda b: hashlib.sha256(b).hexdigest()),

@@ -142,8 +142,9 @@ def _card_numbers(text: str) -> Iterator[Span]:
     split), starting 2-6 (the card networks), with a valid Luhn checksum."""
     for run in _DIGIT_RUN.finditer(text):
         spans = [g.span() for g in _DIGITS.finditer(text, run.start(), run.end())]
-        if run.end() < len(text) and (text[run.end()].isalnum() or text[run.end()] == "_"):
-            spans.pop()  # its last group runs on into a word
+        follows = text[run.end():run.end() + 2]
+        if follows[:1].isalnum() or follows[:1] == "_" or (follows[:1] == "." and follows[1:].isdigit()):
+            spans.pop()  # its last group runs on into a word, or is a decimal number's whole part
         groups = [text[a:b] for a, b in spans]
         splits = [text[b:b + 1] for _, b in spans]  # what follows each group
         i = 0
