@@ -8,7 +8,7 @@
    extraction model (`fact_extractor()`, which answers at once). Printed: the total time, ms per message read
    and per batch (BatchReport.seconds, median and p95), the model calls, the facts stored, and where the time
    went: the scripted model, and agentos's own parts (reading messages, the similar-fact searches, the
-   duplicate check, the writes, embedding, the rest). Once with no embedder (the default) and once with
+   duplicate check, the writes, embedding, the rest). Once with no embedder (`none`) and once with
    `hash:384` (an offline embedder, so what vectors cost shows), in `--rounds` rounds, interleaved.
 2. Background. The conversation's user turns are sent as real turns (`agent.turn(text)`) to agents whose model
    answers at once over HTTP (the real OpenAI provider, to a local server in its own process, the one

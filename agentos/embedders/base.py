@@ -57,6 +57,9 @@ class Embedder:
     dim: int = 0
     query_prefix: str = ""
     document_prefix: str = ""
+    # The cosine similarity below which a nearest text is taken for unrelated and left out of a search (None: none
+    # left out), so that a search for what memory does not hold finds nothing instead of the least unlike texts.
+    relevance_floor: float | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """An (n, dim) float32 array of unit vectors, computed in batches of `BATCH_SIZE`."""

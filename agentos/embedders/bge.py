@@ -11,6 +11,9 @@ from agentos.embedders.onnx_models import load
 from agentos.errors import EmbedderError
 
 EMBEDDERS = ("bge-small-en-v1.5",)
+# 95% of (question, turn) pairs from different conversations are less similar than this: LoCoMo's conversations 1-5
+# measured 0.524, 6-10 0.525 (the questions' cited turns: 3% below it). benchmarks/relevance_floor.py
+RELEVANCE_FLOOR = 0.52
 
 
 class OnnxBgeEmbedder(Embedder):
@@ -24,6 +27,7 @@ class OnnxBgeEmbedder(Embedder):
         self.name = f"bge/{model}"
         self.dim = int(self._model.session.get_outputs()[0].shape[-1])
         self.query_prefix, self.document_prefix = prefixes(model)
+        self.relevance_floor = RELEVANCE_FLOOR
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return self._model.run(texts, lambda hidden: hidden[:, 0] if hidden.ndim == 3 else hidden)

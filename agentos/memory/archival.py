@@ -251,7 +251,7 @@ class ArchivalTier(Tier):
                                                    kept=kept)]
             if vector:  # each path's read brings its rows' shown columns
                 paths.append(VectorPath("vector", VECTOR_WEIGHT, handle, vector, where, VECTOR_CANDIDATES, _SHOWN,
-                                        kept=kept))
+                                        kept=kept, floor=self.embedder.relevance_floor))
             ranking = rank_paths(paths, self.ctx.db.reads.gather)
             note = vector.note() if vector is not None else None
             known = ranking.rows

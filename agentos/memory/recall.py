@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from agentos.embedders.base import Embedder, embed_in_chunks, vector_array
-from agentos.errors import ToolError
+from agentos.errors import EmbedderError, ToolError
 from agentos.memory.audited import audited
 from agentos.memory.exchanges import Exchanges, exchanges_table_name
 from agentos.memory.recall_stages import SHOWN, Filters, MessageRows, cross_ranked, reranked, with_neighbours
@@ -43,6 +43,7 @@ from agentos.retrieval.search import (
     check_page,
     clean_query,
     date_clauses,
+    keyword_only_note,
 )
 from agentos.retrieval.table_paths import KeywordPath, OnceReads, Order, QueriesPath, VectorPath
 from agentos.retrieval.turn_context import TurnOrder, keyword_ranking, named_speakers
@@ -97,12 +98,22 @@ class RecallTier(Tier):
 
     @property
     def vectors(self) -> Any:
-        """The vector table, or None in BM25-only mode (or for a reader, while there is none)."""
-        if self._vectors is None and self.embedder.enabled:
+        """The vector table, or None in BM25-only mode (or for a reader, while there is none, or while the
+        embedder's model cannot load: `unavailable` says why)."""
+        if self._vectors is None and self.unavailable() is None and self.embedder.enabled:
             schema = recall_vectors_schema(self.embedder.name, self.embedder.dim)
             self._vectors = open_embedded(self.ctx.db, vectors_table_name(self.agent_id), schema, self.embedder,
                                           "recall memory", _INDEXES, create=self.ctx.writable)
         return self._vectors
+
+    def unavailable(self) -> str | None:
+        """Why search cannot use the embedder now (its model does not load), or None."""
+        try:
+            self.embedder  # noqa: B018 - built (its model loaded) on first use
+        except EmbedderError as exc:
+            self.last_error = str(exc)
+            return keyword_only_note(exc)
+        return None
 
     # -- the tier interface ----------------------------------------------------------------------
 
@@ -129,10 +140,10 @@ class RecallTier(Tier):
             log.warning("recall exchanges of a step not made: %s", exc)
             exchanges = None
         out: dict[str, Rows] = {self.exchanges.name: exchanges} if exchanges is not None else {}
-        if not self.embedder.enabled:
-            return out
         todo = self._unembedded + list(messages)
         try:
+            if not self.embedder.enabled:  # (an embedder whose model cannot load raises here: deferred below)
+                return out
             rows = self.vector_rows(todo)
         except Exception as exc:  # noqa: BLE001 - recall vectors can be rebuilt with `agentos reindex`
             self._unembedded = todo[-_DEFERRED_LIMIT:]
@@ -242,7 +253,8 @@ class RecallTier(Tier):
                                                        self._where(start, end, roles, with_agent=False), used, now or utc_now(),
                                                        filters, vector)
                 ranking = rank_paths(paths_used, self.ctx.db.reads.gather)
-                notes = ([note] if vector is not None and (note := vector.note()) else []) + notes
+                failed = vector.note() if vector is not None else self.unavailable() if "vector" in used else None
+                notes = ([failed] if failed else []) + notes
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, ranking.rows)
                 stages = self._stages(handle, query, used, turns, shown, filters)
                 ranked, stage_notes = reordered(ranking.fused(), stages)
@@ -296,7 +308,7 @@ class RecallTier(Tier):
                                           once=once)
         if vectors is not None and vector is not None:
             found["vector"] = VectorPath("vector", weight("vector"), vectors, vector, unfiltered, VECTOR_CANDIDATES,
-                                         keep_rows=False)
+                                         keep_rows=False, floor=self.embedder.relevance_floor)
         for tier in self.ctx.rankers() if self.ctx.rankers else []:
             found.setdefault(tier.name, RankerPath(tier.name, weight(tier.name), tier, query))
         return [found[name] for name in PATHS if name in found and name in chosen], notes, turns

@@ -22,8 +22,8 @@ UNMAPPED_FIELDS = {
     "description": "agentos agents have no description",
     "tags": "agentos agents have no tags",
     "tool_rules": "agentos's loop has no tool rules",
-    "embedding_config": "agentos searches memory with its own embedder setting (none: full-text search); choose one "
-                        "with agentos reindex NAME --embedder SPEC",
+    "embedding_config": "agentos searches memory with its own embedder (new agents: bge/bge-small-en-v1.5, offline); "
+                        "choose another with agentos reindex NAME --embedder SPEC",
     "embedding": "agentos searches memory with its own embedder setting",
     "embedding_chunk_size": "agentos chunks archival text itself",
     "tool_exec_environment_variables": "no tool of the file runs here; values are not imported",

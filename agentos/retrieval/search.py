@@ -170,7 +170,12 @@ def query_vector(embedder: Any, query: str) -> tuple[list[float] | None, str | N
     try:
         return embedder.embed_query([query])[0].tolist(), None
     except EmbedderError as exc:
-        return None, f"Meaning-based search is unavailable ({exc}); these are keyword matches only."
+        return None, keyword_only_note(exc)
+
+
+def keyword_only_note(exc: EmbedderError) -> str:
+    """What a search says when its embedder failed and it answered with keywords alone."""
+    return f"Meaning-based search is unavailable ({exc}); these are keyword matches only."
 
 
 class QueryVector:

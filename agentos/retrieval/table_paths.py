@@ -74,8 +74,9 @@ class KeywordPath:
 
 @dataclass(frozen=True)
 class VectorPath:
-    """The `limit` nearest vectors to `vector` by cosine distance, best first; given a `QueryVector`, the read waits
-    for it (left out when the embedder failed)."""
+    """The `limit` nearest vectors to `vector` by cosine distance, best first, less those less similar than `floor`
+    (the embedder's `relevance_floor`); given a `QueryVector`, the read waits for it (left out when the embedder
+    failed)."""
 
     name: str
     weight: float
@@ -87,6 +88,7 @@ class VectorPath:
     kept: float | None = None
     order: Order = in_read_order
     keep_rows: bool = True
+    floor: float | None = None
 
     def read(self) -> Read:
         return self._nearest()
@@ -95,7 +97,8 @@ class VectorPath:
         vector = await self.vector.wait() if isinstance(self.vector, QueryVector) else self.vector
         if vector is None:
             return None
-        return await nearest_rows(self.handle, vector, self.where, self.limit, self.columns, kept=self.kept)
+        rows = await nearest_rows(self.handle, vector, self.where, self.limit, self.columns, kept=self.kept)
+        return rows if self.floor is None else [r for r in rows if 1.0 - r["_distance"] >= self.floor]
 
     def rank(self, found: Rows | None, before: Mapping[str, Ranked]) -> Ranked | None:
         if found is None:

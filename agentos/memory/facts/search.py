@@ -69,7 +69,8 @@ class FactSearch(FactTables):
             return Page(shown, len(listed), page, page_size, query=query, filters=filters)
         with storage_errors("search fact memory"):
             vector = self._query_vector(query)  # embedded while the keyword read runs
-            ranking = rank_paths(self._paths(query, vector, where), self.ctx.db.reads.gather)
+            ranking = rank_paths(self._paths(query, vector, where, floor=self.embedder.relevance_floor),
+                                 self.ctx.db.reads.gather)
             note = self._kept(query, vector)
         rows = ranking.rows
         found = page_of(ranking.fused(), page, page_size, lambda scored: [Fact.of_row(rows[k]) for k, _ in scored],
@@ -86,16 +87,18 @@ class FactSearch(FactTables):
         facts = self.search(query, page_size=limit, record=False).hits
         return list(dict.fromkeys(key for fact in facts for key in fact.source_ids))[:limit]
 
-    def _paths(self, query: str, vector: list[float] | QueryVector | None, where: str) -> list[RankedPath]:
-        """A fact search's ranked lists: keyword matches, nearest vectors (with an embedder), retention; equal
-        matches within a list are ordered by retention (it breaks ties, then ranks as a list of its own)."""
+    def _paths(self, query: str, vector: list[float] | QueryVector | None, where: str, *,
+               floor: float | None) -> list[RankedPath]:
+        """A fact search's ranked lists: keyword matches, nearest vectors at least `floor` similar (with an
+        embedder), retention; equal matches within a list are ordered by retention (it breaks ties, then ranks as a
+        list of its own)."""
         now = utc_now()
         handle = self.ctx.db.reads.handle(self.table_name)
         paths: list[RankedPath] = [KeywordPath("keyword", KEYWORD_WEIGHT, handle, query, "text", where, MAX_CANDIDATES,
                                                COLUMNS[1:], order=_tied_by_retention(lambda r: -r["_score"], now))]
         if vector is not None:
             paths.append(VectorPath("vector", VECTOR_WEIGHT, handle, vector, where, VECTOR_CANDIDATES, COLUMNS[1:],
-                                    order=_tied_by_retention(lambda r: r["_distance"], now)))
+                                    order=_tied_by_retention(lambda r: r["_distance"], now), floor=floor))
         return [*paths, RetentionPath(now)]
 
     def _query_vector(self, query: str) -> list[float] | QueryVector | None:
@@ -126,7 +129,9 @@ class FactSearch(FactTables):
             return [[] for _ in texts]
         with storage_errors("search fact memory"):
             vectors = {q: self._query_vector(q) for q in dict.fromkeys(queries) if q}  # a text given twice: once
-            searches = [self._paths(q, vectors[q], CURRENT) if q else [] for q in queries]
+            # no relevance floor: it was measured on questions against turns, not on facts against facts, and
+            # consolidation's model decides what is related anyway
+            searches = [self._paths(q, vectors[q], CURRENT, floor=None) if q else [] for q in queries]
             rankings = rank_many(searches, self.ctx.db.reads.gather)
             for query, vector in vectors.items():
                 self._kept(query, vector)
