@@ -58,7 +58,7 @@ class Embedder:
     query_prefix: str = ""
     document_prefix: str = ""
     # The cosine similarity below which a nearest text is taken for unrelated and left out of a search (None: none
-    # left out), so that a search for what memory does not hold finds nothing instead of the least unlike texts.
+    # left out), so that a search for what memory does not hold brings few texts, not the k least unlike ones.
     relevance_floor: float | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
