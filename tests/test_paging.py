@@ -37,7 +37,8 @@ class Summarizer(ScriptedProvider):
 def make_agent(name: str = "pg", window: int = WINDOW, summarizer: Any = None, reply: Any = "ok",
                tools: tuple = (), tool_output_limit: int = 4000, **pager: Any) -> Agent:
     provider = ScriptedProvider(lambda request: reply(request) if callable(reply) else reply, context_window=window)
-    settings = AgentSettings(pager=PagerSettings(**pager), tool_output_limit=tool_output_limit)
+    # paging is about the window, not search: BM25 alone keeps these long conversations quick (vectors: elsewhere)
+    settings = AgentSettings(pager=PagerSettings(**pager), tool_output_limit=tool_output_limit, embedder="none")
     agent = Agent.create(name, provider=provider, settings=settings, tools=tools)
     agent.roles.use("summary", summarizer if summarizer is not None else Summarizer())
     return agent

@@ -61,7 +61,7 @@ def test_random_conversations_never_get_stuck(script: list[tuple[int, int, int]]
     plan = [(calls, size) for calls, size, _ in script]
     provider = ScriptedProvider(strict_model(plan, limit), context_window=WINDOW)
     agent = Agent.create(f"prop{next(_names)}", provider=provider, tools=[fetch],
-                         settings=AgentSettings(tool_output_limit=40_000))
+                         settings=AgentSettings(tool_output_limit=40_000, embedder="none"))  # paging, not search
     agent.roles.use("summary", ScriptedProvider(
         lambda r: ServerError("down") if summarizer_fails else "A short summary.", context_window=WINDOW))
     turn_starts = []

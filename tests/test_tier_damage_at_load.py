@@ -11,6 +11,7 @@ import pytest
 
 import agentos.agent.directory as agent_module
 from agentos import Agent
+from agentos.agent.state import AgentSettings
 from agentos.cli import main
 from agentos.errors import DamageWarning
 from agentos.memory.archival import ArchivalTier
@@ -125,7 +126,7 @@ def test_every_tier_names_its_tables_for_the_look_at_load(agentos_home: Path) ->
 
 def test_the_look_at_load_reads_no_rows_of_a_big_archival_table(agentos_home: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    sam = Agent.create("sam", provider=ScriptedProvider([]))
+    sam = Agent.create("sam", provider=ScriptedProvider([]), settings=AgentSettings(embedder="none"))  # rows, not vectors
     for start in range(0, 3000, 100):  # 30 commits
         sam.tier(ArchivalTier).insert_many([f"passage {i} about something" for i in range(start, start + 100)])
     sam.close()
