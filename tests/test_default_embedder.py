@@ -1,5 +1,5 @@
-"""New agents search by meaning with the bundled bge-small-en-v1.5, offline; what memory does not hold is found
-nowhere (the embedder's relevance floor), and agents saved with another embedder keep it."""
+"""New agents search by meaning with the bundled bge-small-en-v1.5, offline; in a small memory, what it does not
+hold is found nowhere (the embedder's relevance floor); agents saved with another embedder keep it."""
 
 from __future__ import annotations
 

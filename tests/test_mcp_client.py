@@ -94,9 +94,9 @@ def test_the_sdks_own_read_timeout_reads_as_the_same_deadline(monkeypatch: pytes
     # the SDK's read timeout and agentos's deadline are one setting; on a busy machine the SDK's may be seen first
     import mcp
 
-    class QuickClient(mcp.Client):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **{**kwargs, "read_timeout_seconds": 0.5})
+    class QuickClient(mcp.Client):  # its tool calls time out in the SDK after 0.5 s (starting it keeps 30 s)
+        async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+            return await super().call_tool(*args, **{**kwargs, "read_timeout_seconds": 0.5})
 
     monkeypatch.setattr(mcp, "Client", QuickClient)
     agent = agent_with(stdio(timeout_s=30), [Step(tool_calls=[("t__hang", {})]), Step(tool_calls=[("t__pid", {})]),
