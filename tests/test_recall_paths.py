@@ -182,6 +182,38 @@ def test_what_a_named_speaker_said_outranks_others_saying_the_name(agentos_home:
     assert [h.id for h in recall.search(question, paths=["keyword", "speakers"]).hits][0] == messages[1].id
 
 
+def test_a_named_speaker_leaves_the_embedded_query_so_turns_that_only_say_the_name_are_not_near(
+        agentos_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = Agent.create("ada", provider=ScriptedProvider([]))  # the default embedder (bge)
+    messages = said(agent, [
+        ("user", "Evan", "Sam! Good to see you, Sam."),
+        ("assistant", "Sam", "Nice! I liked the kayak trip around the bay best."),
+        *[("user", "Evan", f"my car needs new tyres, part {i}") for i in range(8)],
+    ])
+    embedder = agent.tiers.embedder()
+    embedded: list[str] = []
+    real = type(embedder).embed_query
+    monkeypatch.setattr(type(embedder), "embed_query", lambda self, texts: embedded.extend(texts) or real(self, texts))
+    recall = agent.tier(RecallTier)
+    question = "What outdoor trip did Sam enjoy most?"
+    alone = [h.id for h in recall.search(question, paths=["vector"]).hits]  # without speakers the name is embedded
+    assert embedded == [question] and alone == [messages[1].id, messages[0].id]  # the greeting passes the floor
+    hits = [h.id for h in recall.search(question, paths=["keyword", "speakers", "vector"]).hits]
+    assert embedded[1] == "What outdoor trip did enjoy most?" and hits == [messages[1].id]
+
+
+def test_the_vector_list_brings_the_named_speakers_turns_nearer_by_a_margin() -> None:
+    from agentos.retrieval.turn_context import SPEAKER_NEARER, TurnOrder, vector_ranking
+
+    order = TurnOrder()
+    order.extend([("a", "user", START, "Evan"), ("b", "assistant", START, "Sam"), ("c", "assistant", START, "Sam")])
+    rows = [{"id": "a", "_distance": 0.30}, {"id": "b", "_distance": 0.30 + SPEAKER_NEARER / 2},
+            {"id": "c", "_distance": 0.30 + SPEAKER_NEARER * 2}]
+    assert vector_ranking(rows, {"Sam"}, order) == ["b", "a", "c"]  # within the margin, Sam's turn is nearer
+    assert vector_ranking(rows, set(), order) == ["a", "b", "c"]
+    assert vector_ranking(rows + [{"id": "zz", "_distance": 0.1}], {"Sam"}, order)[0] == "zz"  # not held: as read
+
+
 def test_a_hits_score_spreads_most_to_the_replies_after_it() -> None:
     from agentos.retrieval.turn_context import FOLLOWING, PRECEDING, TurnOrder, spread
 

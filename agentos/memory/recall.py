@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -45,8 +46,8 @@ from agentos.retrieval.search import (
     date_clauses,
     keyword_only_note,
 )
-from agentos.retrieval.table_paths import KeywordPath, OnceReads, Order, QueriesPath, VectorPath
-from agentos.retrieval.turn_context import TurnOrder, keyword_ranking, named_speakers
+from agentos.retrieval.table_paths import KeywordPath, OnceReads, Order, QueriesPath, VectorPath, in_read_order
+from agentos.retrieval.turn_context import Asked, TurnOrder, keyword_ranking, named_speakers, vector_ranking
 from agentos.retrieval.windows import answer_ranking, window_ranking
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
@@ -248,10 +249,14 @@ class RecallTier(Tier):
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, {})
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
-                vector = QueryVector(self.embedder, query) if "vector" in used and self.vectors is not None else None
-                paths_used, notes, turns = self._paths(handle, query, where,
-                                                       self._where(start, end, roles, with_agent=False), used, now or utc_now(),
-                                                       filters, vector)
+                speakers = "keyword" in used and "speakers" in used
+                turns = self.turns.order(handle) if speakers or used & {"neighbours", "window"} else None
+                asked = Asked(query, *named_speakers(query, turns.speakers)) if turns is not None and speakers \
+                    else Asked(query, set(), query)
+                vector = QueryVector(self.embedder, asked.words) if "vector" in used and self.vectors is not None \
+                    else None
+                paths_used, notes = self._paths(handle, asked, where, self._where(start, end, roles, with_agent=False),
+                                                used, now or utc_now(), filters, vector, turns)
                 ranking = rank_paths(paths_used, self.ctx.db.reads.gather)
                 failed = vector.note() if vector is not None else self.unavailable() if "vector" in used else None
                 notes = ([failed] if failed else []) + notes
@@ -266,11 +271,12 @@ class RecallTier(Tier):
         search = getattr(self.ctx.settings(), "search", None) if self.ctx.settings else None
         return getattr(search, name, default) if search is not None else default
 
-    def _paths(self, messages: Any, query: str, where: str, vwhere: str, chosen: set[str], now: datetime,
-               filters: Filters, vector: QueryVector | None) -> tuple[list[RankedPath], list[str], TurnOrder | None]:
-        """The chosen paths, configured for this query, in fusion order (`vector`: the query's, being embedded);
-        notes on those left out that the model should know of (a model stage); and the turn order, when a path or
-        stage needs it."""
+    def _paths(self, messages: Any, asked: Asked, where: str, vwhere: str, chosen: set[str], now: datetime,
+               filters: Filters, vector: QueryVector | None, turns: TurnOrder | None) -> tuple[list[RankedPath], list[str]]:
+        """The chosen paths, configured for this query, in fusion order (`vector`: the query's, being embedded;
+        `turns`: the turn order, when a path or stage needs it); and notes on those left out that the model should
+        know of (a model stage)."""
+        query, named, words = asked
         weights = {**DEFAULT_WEIGHTS, **self._setting("weights", {})}
         weight = lambda name: float(weights.get(name, 1.0))
         notes: list[str] = []
@@ -280,9 +286,6 @@ class RecallTier(Tier):
             else (None, None)
         notes += [note] if note else []
         exchanges = self._exchanges_handle() if chosen & set(EXCHANGE_PATHS) else None
-        speakers = "keyword" in chosen and "speakers" in chosen
-        turns = self.turns.order(messages) if speakers or chosen & {"neighbours", "window"} else None
-        named, words = named_speakers(query, turns.speakers) if turns is not None and speakers else (set(), query)
         unfiltered = None if vwhere == "true" else vwhere
         found: dict[str, RankedPath] = {
             "keyword": KeywordPath("keyword", weight("keyword"), messages, words or query, "search_text", where,
@@ -307,11 +310,13 @@ class RecallTier(Tier):
                                           MAX_CANDIDATES, ("text",), order=orders[name], keep_rows=False, optional=True,
                                           once=once)
         if vectors is not None and vector is not None:
+            nearest: Order = in_read_order if not named or turns is None else \
+                partial(vector_ranking, named=named, order=turns)
             found["vector"] = VectorPath("vector", weight("vector"), vectors, vector, unfiltered, VECTOR_CANDIDATES,
-                                         keep_rows=False, floor=self.embedder.relevance_floor)
+                                         order=nearest, keep_rows=False, floor=self.embedder.relevance_floor)
         for tier in self.ctx.rankers() if self.ctx.rankers else []:
             found.setdefault(tier.name, RankerPath(tier.name, weight(tier.name), tier, query))
-        return [found[name] for name in PATHS if name in found and name in chosen], notes, turns
+        return [found[name] for name in PATHS if name in found and name in chosen], notes
 
     def _stages(self, messages: Any, query: str, chosen: set[str], turns: TurnOrder | None, rows: MessageRows,
                 filters: tuple[datetime | None, datetime | None, Sequence[str] | None]) -> list[Stage]:

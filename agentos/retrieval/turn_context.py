@@ -1,9 +1,10 @@
 """Search scores that look past a turn's own words: who spoke it, and what was said around it.
 
 - speakers: a name in the query that is the name of someone in the conversation asks about what that person
-  said, so it is matched against who spoke, not as a word of the text: it leaves the BM25 query, and that
-  person's own turns score (1 + SPEAKER_BOOST) times their BM25. As a word, a speaker's name is in a share of
-  all turns and lifts short ones that only say it ("Thanks, Sam!").
+  said, so it is matched against who spoke, not as a word of the text: it leaves the BM25 query and the query
+  that is embedded, that person's own turns score (1 + SPEAKER_BOOST) times their BM25, and SPEAKER_NEARER is
+  added to their cosine similarity in the vector list. As a word, a speaker's name is in a share of all turns
+  and lifts short ones that only say it ("Thanks, Sam!").
 - neighbours: a hit's fused score (from every path) spreads to the turns around it, most to the replies after
   it: an answer is often in the reply to the turn that matched the question, and a story is told across turns.
   Turns are counted among the searchable ones, so tool traffic between them is skipped.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,8 +24,17 @@ from agentos.retrieval.search import MAX_CANDIDATES
 from agentos.times import as_utc
 
 SPEAKER_BOOST = 1.0
+SPEAKER_NEARER = 0.02  # chosen on each half of LoCoMo (0.01-1.0 tried), confirmed on the other: docs/evaluation.md
 FOLLOWING = (0.4, 0.2, 0.1)  # the share of a turn's score that the 1st, 2nd and 3rd turns after it receive
 PRECEDING = (0.2, 0.1)  # the share that the turns before it receive
+
+
+class Asked(NamedTuple):
+    """A search's query, the speakers it names, and its words without them (what keywords and vectors match)."""
+
+    query: str
+    named: set[str]
+    words: str
 
 
 def named_speakers(query: str, speakers: Collection[str]) -> tuple[set[str], str]:
@@ -70,6 +80,13 @@ def spread(scores: dict[str, float], order: TurnOrder) -> list[tuple[str, float]
     return sorted(total.items(), key=lambda kv: (-kv[1], place.get(kv[0], len(order))))
 
 
+def vector_ranking(rows: Sequence[dict[str, Any]], named: Collection[str], order: TurnOrder) -> list[str]:
+    """The vector list: nearest first by cosine similarity, the named speakers' turns SPEAKER_NEARER nearer."""
+    def similarity(row: dict[str, Any]) -> float:
+        return 1.0 - float(row["_distance"]) + (SPEAKER_NEARER if order.name_of(row["id"]) in named else 0.0)
+    return [r["id"] for r in sorted(rows, key=lambda r: -similarity(r))]  # stable: equals keep the read's order
+
+
 def keyword_ranking(pool: Sequence[dict[str, Any]], named: Collection[str]) -> list[str]:
     """The keyword list: the BM25 pool with the named speakers' turns boosted."""
     scores = speaker_scores(pool, named)
@@ -91,6 +108,7 @@ class TurnOrder:
         self.ids: list[str] = []
         self._index: dict[str, int] = {}
         self._roles: list[str] = []
+        self._names: list[str | None] = []
         self._times: list[float] = []  # POSIX seconds, for the search filters
         self.speakers: set[str] = set()
         self.last_seq = -1
@@ -110,6 +128,7 @@ class TurnOrder:
         self.ids += fresh
         self._index.update((key, start + at) for at, key in enumerate(fresh))
         self._roles += turns.column("role").to_pylist()
+        self._names += turns.column("name").to_pylist()
         self._times += (pc.cast(turns.column("created_at"), pa.int64()).to_numpy() / 1e6).tolist()
         self.speakers.update(n for n in pc.unique(turns.column("name")).to_pylist() if n)
         self.last_seq = int(turns.column("seq")[-1].as_py())
@@ -122,12 +141,18 @@ class TurnOrder:
             self._index[key] = len(self.ids)
             self.ids.append(key)
             self._roles.append(role)
+            self._names.append(name)
             self._times.append(as_utc(created).timestamp())
             if name:
                 self.speakers.add(name)
 
     def position(self, key: str) -> int | None:
         return self._index.get(key)
+
+    def name_of(self, key: str) -> str | None:
+        """Who spoke a turn held here (None: not held, or no name)."""
+        at = self._index.get(key)
+        return None if at is None else self._names[at]
 
     def id_at(self, position: int) -> str | None:
         return self.ids[position] if 0 <= position < len(self.ids) else None
