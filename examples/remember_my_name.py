@@ -55,7 +55,8 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--resume":
         second_session()
     else:
-        os.environ.setdefault("AGENTOS_HOME", tempfile.mkdtemp(prefix="agentos-example-"))
+        if "AGENTOS_HOME" not in os.environ:  # (setdefault would make a temp folder even when it is set)
+            os.environ["AGENTOS_HOME"] = tempfile.mkdtemp(prefix="agentos-example-")
         print(f"data home: {os.environ['AGENTOS_HOME']}")
         first_session()
         subprocess.run([sys.executable, __file__, "--resume"], check=True, env=os.environ)
