@@ -167,6 +167,16 @@ def test_a_named_speaker_is_matched_against_who_spoke_not_as_a_word() -> None:
     assert named_speakers("What did Caroline do?", set()) == (set(), "What did Caroline do?")
 
 
+def test_a_speaker_with_a_full_name_is_named_by_either_name() -> None:
+    from agentos.retrieval.turn_context import named_speakers
+
+    speakers = {"Ada Lovelace", "Charles Babbage", "Lord Byron"}
+    assert named_speakers("What did Ada say about engines?", speakers) == ({"Ada Lovelace"}, "What did say about engines?")
+    assert named_speakers("Babbage's engine plans", speakers) == ({"Charles Babbage"}, "engine plans")
+    assert named_speakers("Did Ada Lovelace meet Byron?", speakers)[0] == {"Ada Lovelace", "Lord Byron"}
+    assert named_speakers("A trip to Rome", {"A", "B"}) == (set(), "A trip to Rome")  # one letter names no one
+
+
 def test_what_a_named_speaker_said_outranks_others_saying_the_name(agentos_home: Path) -> None:
     agent = Agent.create("ada", provider=ScriptedProvider([]))
     messages = said(agent, [

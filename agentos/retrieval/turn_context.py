@@ -38,21 +38,38 @@ class Asked(NamedTuple):
 
 
 def named_speakers(query: str, speakers: Collection[str]) -> tuple[set[str], str]:
-    """The speakers a query names (capitalised, with or without a possessive 's) and the query without them; the
-    names stay in it when nothing else would be left to match ("Who is Sam?")."""
-    if not speakers:
+    """The speakers a query names (capitalised, with or without a possessive 's; a speaker named "Ada Lovelace" by
+    either name) and the query without them; the names stay in it when nothing else would be left to match ("Who is
+    Sam?")."""
+    by_word = speaker_words(speakers)
+    if not by_word:
         return set(), query
     named: set[str] = set()
     kept: list[str] = []
     for word in query.split():
-        core = word.strip(".,;:!?\"()[]“”‘")
-        plain = core.removesuffix("'s").removesuffix("’s").removesuffix("'").removesuffix("’")
-        if plain[:1].isupper() and plain in speakers:
-            named.add(plain)
+        plain = _bare(word)
+        if plain[:1].isupper() and plain in by_word:
+            named |= by_word[plain]
         else:
             kept.append(word)
     rest = " ".join(kept)
     return named, rest if content_words(rest) else query
+
+
+def speaker_words(speakers: Collection[str]) -> dict[str, set[str]]:
+    """Each capitalised word of the speakers' names (of two letters or more), with the speakers it names."""
+    by_word: dict[str, set[str]] = {}
+    for speaker in speakers:
+        for word in {speaker, *(_bare(w) for w in speaker.split())}:
+            if len(word) > 1 and word[:1].isupper():
+                by_word.setdefault(word, set()).add(speaker)
+    return by_word
+
+
+def _bare(word: str) -> str:
+    """A word without the punctuation around it or a possessive ending."""
+    core = word.strip(".,;:!?\"()[]“”‘")
+    return core.removesuffix("'s").removesuffix("’s").removesuffix("'").removesuffix("’")
 
 
 def speaker_scores(rows: Iterable[dict[str, Any]], named: Collection[str]) -> dict[str, float]:
