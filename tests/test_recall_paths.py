@@ -167,13 +167,15 @@ def test_a_named_speaker_is_matched_against_who_spoke_not_as_a_word() -> None:
     assert named_speakers("What did Caroline do?", set()) == (set(), "What did Caroline do?")
 
 
-def test_a_speaker_with_a_full_name_is_named_by_either_name() -> None:
+def test_a_speaker_with_a_full_name_is_named_by_a_word_of_it_no_other_speaker_shares() -> None:
     from agentos.retrieval.turn_context import named_speakers
 
-    speakers = {"Ada Lovelace", "Charles Babbage", "Lord Byron"}
+    speakers = {"Ada Lovelace", "Charles Babbage", "Lord Byron", "Dr Smith", "Dr Jones", "Will Turner"}
     assert named_speakers("What did Ada say about engines?", speakers) == ({"Ada Lovelace"}, "What did say about engines?")
-    assert named_speakers("Babbage's engine plans", speakers) == ({"Charles Babbage"}, "engine plans")
+    assert named_speakers("what of Babbage's engine plans", speakers) == ({"Charles Babbage"}, "what of engine plans")
     assert named_speakers("Did Ada Lovelace meet Byron?", speakers)[0] == {"Ada Lovelace", "Lord Byron"}
+    assert named_speakers("What did Dr Smith prescribe?", speakers)[0] == {"Dr Smith"}  # "Dr" names no one
+    assert named_speakers("Will I see the engine?", speakers) == (set(), "Will I see the engine?")  # the first word
     assert named_speakers("A trip to Rome", {"A", "B"}) == (set(), "A trip to Rome")  # one letter names no one
 
 

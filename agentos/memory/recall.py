@@ -249,7 +249,7 @@ class RecallTier(Tier):
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, {})
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
-                speakers = "keyword" in used and "speakers" in used
+                speakers = "speakers" in used  # on the keyword and vector lists, whichever are chosen
                 turns = self.turns.order(handle) if speakers or used & {"neighbours", "window"} else None
                 asked = Asked(query, *named_speakers(query, turns.speakers)) if turns is not None and speakers \
                     else Asked(query, set(), query)

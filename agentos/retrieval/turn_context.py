@@ -38,32 +38,34 @@ class Asked(NamedTuple):
 
 
 def named_speakers(query: str, speakers: Collection[str]) -> tuple[set[str], str]:
-    """The speakers a query names (capitalised, with or without a possessive 's; a speaker named "Ada Lovelace" by
-    either name) and the query without them; the names stay in it when nothing else would be left to match ("Who is
-    Sam?")."""
-    by_word = speaker_words(speakers)
-    if not by_word:
+    """The speakers a query names (`speaker_words`) and the query without them; the names stay in it when nothing
+    else would be left to match ("Who is Sam?")."""
+    whole, parts = speaker_words(speakers)
+    if not whole and not parts:
         return set(), query
     named: set[str] = set()
     kept: list[str] = []
-    for word in query.split():
+    for at, word in enumerate(query.split()):
         plain = _bare(word)
-        if plain[:1].isupper() and plain in by_word:
-            named |= by_word[plain]
+        speaker = whole.get(plain) or (parts.get(plain) if at else None)  # a question's first word is capitalised anyway
+        if speaker and plain[:1].isupper():
+            named.add(speaker)
         else:
             kept.append(word)
     rest = " ".join(kept)
     return named, rest if content_words(rest) else query
 
 
-def speaker_words(speakers: Collection[str]) -> dict[str, set[str]]:
-    """Each capitalised word of the speakers' names (of two letters or more), with the speakers it names."""
-    by_word: dict[str, set[str]] = {}
+def speaker_words(speakers: Collection[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The speakers named by one word, capitalised, with or without a possessive 's: by their whole name ("Sam"),
+    and by a word of a longer name that no other speaker's name has ("Ada" or "Lovelace" for "Ada Lovelace")."""
+    whole = {s: s for s in speakers if len(s) > 1 and " " not in s}
+    owners: dict[str, set[str]] = {}
     for speaker in speakers:
-        for word in {speaker, *(_bare(w) for w in speaker.split())}:
-            if len(word) > 1 and word[:1].isupper():
-                by_word.setdefault(word, set()).add(speaker)
-    return by_word
+        for word in {_bare(w) for w in speaker.split()} if " " in speaker else ():
+            if len(word) > 1 and word not in whole:
+                owners.setdefault(word, set()).add(speaker)
+    return whole, {word: next(iter(named)) for word, named in owners.items() if len(named) == 1}
 
 
 def _bare(word: str) -> str:
