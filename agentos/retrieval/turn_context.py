@@ -59,6 +59,7 @@ def named_speakers(query: str, speakers: Collection[str]) -> tuple[set[str], str
 def speaker_words(speakers: Collection[str]) -> tuple[dict[str, str], dict[str, str]]:
     """The speakers named by one word, capitalised, with or without a possessive 's: by their whole name ("Sam"),
     and by a word of a longer name that no other speaker's name has ("Ada" or "Lovelace" for "Ada Lovelace")."""
+    speakers = tuple(speakers)  # a copy taken at once: the writer's thread may add a speaker meanwhile
     whole = {s: s for s in speakers if len(s) > 1 and " " not in s}
     owners: dict[str, set[str]] = {}
     for speaker in speakers:
