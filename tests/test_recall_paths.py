@@ -226,6 +226,49 @@ def test_the_vector_list_brings_the_named_speakers_turns_nearer_by_a_margin() ->
     assert vector_ranking(rows + [{"id": "zz", "_distance": 0.1}], {"Sam"}, order)[0] == "zz"  # not held: as read
 
 
+def test_the_named_speakers_own_answer_comes_before_the_question_put_to_them(agentos_home: Path) -> None:
+    agent = Agent.create("ada", provider=ScriptedProvider([]), settings=AgentSettings(embedder="none"))
+    messages = said(agent, [
+        ("user", "Evan", "Which kayak trip on the bay did you like best?"),
+        ("assistant", "Sam", "The dawn trip, when the water was flat and calm."),
+        *[("user", "Evan", f"my car needs new tyres, part {i}") for i in range(8)],
+    ])
+    recall = agent.tier(RecallTier)
+    question = "Which kayak trip on the bay did Sam like best?"
+    plain = [h.id for h in recall.search(question, paths=["keyword", "neighbours"]).hits]
+    assert plain[:2] == [messages[0].id, messages[1].id]  # the question put to Sam matches best
+    hits = [h.id for h in recall.search(question, paths=["keyword", "speakers", "neighbours"]).hits]
+    assert hits[:2] == [messages[1].id, messages[0].id]
+
+
+def test_the_named_speakers_turns_are_not_put_first_twice_when_every_list_weighs_who_spoke(agentos_home: Path) -> None:
+    from agentos.retrieval.search import RRF_K
+    from agentos.retrieval.turn_context import SPEAKER_FIRST
+
+    agent = Agent.create("ada", provider=ScriptedProvider([]), settings=AgentSettings(embedder="none"))
+    messages = said(agent, [("user", "Evan", "How was the meeting?"),
+                            ("assistant", "Sam", "The meeting was long but useful."),
+                            *[("user", "Evan", f"my car needs new tyres, part {i}") for i in range(4)]])
+    recall = agent.tier(RecallTier)
+    question = "What did Sam think of the meeting?"
+    alone = recall.search(question, paths=["keyword", "speakers"]).hits  # the keyword list already weighs Sam
+    assert alone[0].id == messages[1].id and alone[0].score == pytest.approx(1 / (RRF_K + 1))
+    spread = recall.search(question, paths=["keyword", "speakers", "neighbours"]).hits
+    assert spread[0].id == messages[1].id and spread[0].score > (1 + SPEAKER_FIRST) / (RRF_K + 1)
+
+
+def test_the_named_speakers_turns_score_more_in_the_fused_list() -> None:
+    from agentos.retrieval.turn_context import SPEAKER_FIRST, TurnOrder, speakers_first
+
+    order = TurnOrder()
+    order.extend([("a", "user", START, "Evan"), ("b", "assistant", START, "Sam"), ("c", "assistant", START, "Sam")])
+    ranked = [("a", 1.0), ("zz", 0.9), ("b", 0.7), ("c", 0.2)]
+    first = speakers_first(ranked, {"Sam"}, order)
+    assert first == [("b", 0.7 * (1 + SPEAKER_FIRST)), ("a", 1.0), ("zz", 0.9), ("c", 0.2 * (1 + SPEAKER_FIRST))]
+    assert speakers_first(ranked, set(), order) == ranked  # a question that names no speaker: unchanged
+    assert speakers_first(ranked, {"Evan", "Sam"}, order)[0] == ("a", 1.0 * (1 + SPEAKER_FIRST))
+
+
 def test_a_hits_score_spreads_most_to_the_replies_after_it() -> None:
     from agentos.retrieval.turn_context import FOLLOWING, PRECEDING, TurnOrder, spread
 

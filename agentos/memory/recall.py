@@ -32,6 +32,7 @@ from agentos.retrieval.recall_paths import (
     DEFAULT_WEIGHTS,
     EXCHANGE_PATHS,
     PATHS,
+    SPEAKER_AWARE,
     RankerPath,
     TimePath,
     chosen_paths,
@@ -47,7 +48,14 @@ from agentos.retrieval.search import (
     keyword_only_note,
 )
 from agentos.retrieval.table_paths import KeywordPath, OnceReads, Order, QueriesPath, VectorPath, in_read_order
-from agentos.retrieval.turn_context import Asked, TurnOrder, keyword_ranking, named_speakers, vector_ranking
+from agentos.retrieval.turn_context import (
+    Asked,
+    TurnOrder,
+    keyword_ranking,
+    named_speakers,
+    speakers_first,
+    vector_ranking,
+)
 from agentos.retrieval.windows import answer_ranking, window_ranking
 from agentos.storage.failures import storage_errors
 from agentos.storage.filters import quote
@@ -261,7 +269,7 @@ class RecallTier(Tier):
                 failed = vector.note() if vector is not None else self.unavailable() if "vector" in used else None
                 notes = ([failed] if failed else []) + notes
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, ranking.rows)
-                stages = self._stages(handle, query, used, turns, shown, filters)
+                stages = self._stages(handle, asked, used, turns, shown, filters)
                 ranked, stage_notes = reordered(ranking.fused(), stages)
                 notes, capped = notes + stage_notes, ranking.full("keyword")
             return page_of(ranked, page, page_size, shown.hits, capped=capped, note=" ".join(notes) or None,
@@ -318,12 +326,16 @@ class RecallTier(Tier):
             found.setdefault(tier.name, RankerPath(tier.name, weight(tier.name), tier, query))
         return [found[name] for name in PATHS if name in found and name in chosen], notes
 
-    def _stages(self, messages: Any, query: str, chosen: set[str], turns: TurnOrder | None, rows: MessageRows,
+    def _stages(self, messages: Any, asked: Asked, chosen: set[str], turns: TurnOrder | None, rows: MessageRows,
                 filters: tuple[datetime | None, datetime | None, Sequence[str] | None]) -> list[Stage]:
-        """The chosen stages that reorder the fused list, in order: neighbours, cross-encoder, rerank."""
+        """The chosen stages that reorder the fused list, in order: neighbours, the named speakers' turns first,
+        cross-encoder, rerank."""
+        query = asked.query
         stages: list[Stage] = []
         if "neighbours" in chosen and turns is not None:
             stages.append(lambda ranked: with_neighbours(ranked, turns, rows, filters))
+        if asked.named and turns is not None and chosen - set(SPEAKER_AWARE):  # named only when speakers is chosen
+            stages.append(lambda ranked: (speakers_first(ranked, asked.named, turns), None))
         if "cross" in chosen:
             stages.append(lambda ranked: cross_ranked(query, ranked, rows, lambda: self.turns.order(messages)))
         if "rerank" in chosen:

@@ -4,7 +4,10 @@
   said, so it is matched against who spoke, not as a word of the text: it leaves the BM25 query and the query
   that is embedded, that person's own turns score (1 + SPEAKER_BOOST) times their BM25, and SPEAKER_NEARER is
   added to their cosine similarity in the vector list. As a word, a speaker's name is in a share of all turns
-  and lifts short ones that only say it ("Thanks, Sam!").
+  and lifts short ones that only say it ("Thanks, Sam!"). Once every path is fused and neighbours have spread,
+  their turns score (1 + SPEAKER_FIRST) times (`speakers_first`), when lists or stages that do not weigh who
+  spoke are among them: the others' turns that match, often questions put to them about it, come after theirs
+  unless they match much better.
 - neighbours: a hit's fused score (from every path) spreads to the turns around it, most to the replies after
   it: an answer is often in the reply to the turn that matched the question, and a story is told across turns.
   Turns are counted among the searchable ones, so tool traffic between them is skipped.
@@ -25,6 +28,7 @@ from agentos.times import as_utc
 
 SPEAKER_BOOST = 1.0
 SPEAKER_NEARER = 0.02  # chosen on each half of LoCoMo (0.01-1.0 tried), confirmed on the other: docs/evaluation.md
+SPEAKER_FIRST = 2.0  # chosen on each half of LoCoMo (0.5-100 tried), confirmed on the other: docs/evaluation.md
 FOLLOWING = (0.4, 0.2, 0.1)  # the share of a turn's score that the 1st, 2nd and 3rd turns after it receive
 PRECEDING = (0.2, 0.1)  # the share that the turns before it receive
 
@@ -105,6 +109,15 @@ def vector_ranking(rows: Sequence[dict[str, Any]], named: Collection[str], order
     def similarity(row: dict[str, Any]) -> float:
         return 1.0 - float(row["_distance"]) + (SPEAKER_NEARER if order.name_of(row["id"]) in named else 0.0)
     return [r["id"] for r in sorted(rows, key=lambda r: -similarity(r))]  # stable: equals keep the read's order
+
+
+def speakers_first(ranked: Sequence[tuple[str, float]], named: Collection[str], order: TurnOrder) -> list[tuple[str, float]]:
+    """The fused list with the named speakers' own turns scoring (1 + SPEAKER_FIRST) times, best first; ties keep
+    the list's order, and a hit the order does not hold keeps its score."""
+    if not named:
+        return list(ranked)
+    scored = [(key, score * (1.0 + SPEAKER_FIRST) if order.name_of(key) in named else score) for key, score in ranked]
+    return sorted(scored, key=lambda kv: -kv[1])
 
 
 def keyword_ranking(pool: Sequence[dict[str, Any]], named: Collection[str]) -> list[str]:
