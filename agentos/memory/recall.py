@@ -33,6 +33,7 @@ from agentos.retrieval.recall_paths import (
     EXCHANGE_PATHS,
     PATHS,
     SPEAKER_AWARE,
+    STAGES,
     RankerPath,
     TimePath,
     chosen_paths,
@@ -269,7 +270,8 @@ class RecallTier(Tier):
                 failed = vector.note() if vector is not None else self.unavailable() if "vector" in used else None
                 notes = ([failed] if failed else []) + notes
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, ranking.rows)
-                stages = self._stages(handle, asked, used, turns, shown, filters)
+                fused = set(ranking.lists) | (used & set(STAGES))  # the lists that found something, and the stages
+                stages = self._stages(handle, asked, fused, turns, shown, filters)
                 ranked, stage_notes = reordered(ranking.fused(), stages)
                 notes, capped = notes + stage_notes, ranking.full("keyword")
             return page_of(ranked, page, page_size, shown.hits, capped=capped, note=" ".join(notes) or None,
@@ -328,13 +330,13 @@ class RecallTier(Tier):
 
     def _stages(self, messages: Any, asked: Asked, chosen: set[str], turns: TurnOrder | None, rows: MessageRows,
                 filters: tuple[datetime | None, datetime | None, Sequence[str] | None]) -> list[Stage]:
-        """The chosen stages that reorder the fused list, in order: neighbours, the named speakers' turns first,
-        cross-encoder, rerank."""
+        """The chosen stages that reorder the fused list, in order: neighbours, the named speakers' turns first (when
+        a list or stage in `chosen` does not weigh who spoke), cross-encoder, rerank."""
         query = asked.query
         stages: list[Stage] = []
         if "neighbours" in chosen and turns is not None:
             stages.append(lambda ranked: with_neighbours(ranked, turns, rows, filters))
-        if asked.named and turns is not None and chosen - set(SPEAKER_AWARE):  # named only when speakers is chosen
+        if asked.named and turns is not None and chosen - set(SPEAKER_AWARE):  # named only with speakers chosen
             stages.append(lambda ranked: (speakers_first(ranked, asked.named, turns), None))
         if "cross" in chosen:
             stages.append(lambda ranked: cross_ranked(query, ranked, rows, lambda: self.turns.order(messages)))

@@ -57,7 +57,8 @@ FORMER_DEFAULTS = [["keyword", "speakers", "neighbours", "time", "vector"],  # a
 MATCHING_PATHS = ["keyword", "vector"]  # searches typed by a person (TUI, CLI): what matches, no neighbours
 STAGES = ("speakers", "neighbours", "rerank", "cross")  # not lists of their own: they reorder what the others found
 # the lists that weigh a named speaker themselves (speakers on), and the stages that come after the speakers' one:
-# with nothing else chosen, putting the named speakers' turns first again would count the preference twice
+# when no other list found anything and no other stage is chosen, putting the named speakers' turns first again
+# would count the preference twice
 SPEAKER_AWARE = ("keyword", "vector", "speakers", "rerank", "cross")
 MODEL_PATHS = ("rewrite", "rerank")  # those that ask a language model
 # how far from a question's time a turn may be said and still tell of it: "yesterday", "last week", "last month"

@@ -111,7 +111,8 @@ def vector_ranking(rows: Sequence[dict[str, Any]], named: Collection[str], order
     return [r["id"] for r in sorted(rows, key=lambda r: -similarity(r))]  # stable: equals keep the read's order
 
 
-def speakers_first(ranked: Sequence[tuple[str, float]], named: Collection[str], order: TurnOrder) -> list[tuple[str, float]]:
+def speakers_first(ranked: Sequence[tuple[str, float]], named: Collection[str],
+                   order: TurnOrder) -> list[tuple[str, float]]:
     """The fused list with the named speakers' own turns scoring (1 + SPEAKER_FIRST) times, best first; ties keep
     the list's order, and a hit the order does not hold keeps its score."""
     if not named:
