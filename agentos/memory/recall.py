@@ -258,7 +258,7 @@ class RecallTier(Tier):
                 shown = MessageRows(self.ctx.db.reads, handle, self.agent_id, {})
             else:
                 used = chosen_paths(paths, self._setting("paths", DEFAULT_PATHS))
-                speakers = "speakers" in used  # on the keyword and vector lists, whichever are chosen
+                speakers = "speakers" in used  # on the keyword and vector lists (whichever are chosen) and the fused one
                 turns = self.turns.order(handle) if speakers or used & {"neighbours", "window"} else None
                 asked = Asked(query, *named_speakers(query, turns.speakers)) if turns is not None and speakers \
                     else Asked(query, set(), query)
