@@ -7,6 +7,9 @@
     python benchmarks/recall_search.py --paths keyword,speakers,neighbours,time,rewrite,rerank --instant-model
         # the model stages, asking the OpenAI provider over HTTP to a local server that answers at once: what a
         # stage costs besides the model's own time
+    python benchmarks/recall_search.py --embedder bge/bge-small-en-v1.5 --keep DIR --turns 3000
+        # search again after 3,000 steps, and the heap: each commit's table versions fill LanceDB's index cache
+        # (AGENTOS_INDEX_CACHE_MB, agentos/storage/db.py)
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ from agentos.agent.state import AgentSettings
 from agentos.memory.recall import RecallTier
 from agentos.messages import Message
 from agentos.providers.scripted import ScriptedProvider
+from agentos.server.recycle import heap_mib
 from agentos.storage import Store
+
+SPEAKERS = ("Marguerite", "Bartholomew")  # two people talking, named as LoCoMo's and imported turns are (longer
+# than any of the random words, so a name is never one of them)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -72,7 +79,7 @@ def main() -> int:
             t0 = time.perf_counter()
             for base in range(0, args.messages, 5000):
                 agent.add_history([Message(role="user" if i % 2 == 0 else "assistant", content=texts[i],
-                                           created_at=start + timedelta(minutes=i))
+                                           name=SPEAKERS[i % 2], created_at=start + timedelta(minutes=i))
                                    for i in range(base, min(base + 5000, args.messages))])
             store.compact()
             load_s = time.perf_counter() - t0
@@ -120,6 +127,13 @@ def main() -> int:
             dated.append((time.perf_counter() - t) * 1000)
         print(f"conversation_search @ {args.messages:,}: p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, .95):.1f} ms;"
               f" with date+role filters p50 {statistics.median(dated):.1f} ms, p95 {pct(dated, .95):.1f} ms", flush=True)
+        named = []  # a question naming a speaker: the speakers path, and their turns first after fusion
+        for i, q in enumerate(queries[:50]):
+            t = time.perf_counter()
+            recall.search(f"what did {SPEAKERS[i % 2]} say about {q}")
+            named.append((time.perf_counter() - t) * 1000)
+        print(f"conversation_search @ {args.messages:,} naming a speaker ('what did {SPEAKERS[0]} say about ...'): p50 "
+              f"{statistics.median(named):.1f} ms, p95 {pct(named, .95):.1f} ms", flush=True)
         timed = []  # the time path reads the range and the month either side of it, and parses what those turns tell
         for q in queries[:50]:
             t = time.perf_counter()
@@ -128,6 +142,7 @@ def main() -> int:
         print(f"conversation_search @ {args.messages:,} with a time in the question ('in {start:%B %Y}'): p50 "
               f"{statistics.median(timed):.1f} ms, p95 {pct(timed, .95):.1f} ms", flush=True)
         searchable_ms, search_ms, found = [], [], 0
+        heap_before = heap_mib(os.getpid()) or 0
         for i in range(args.turns):
             token = f"freshtoken{i}x"
             step = [Message.user(f"new fact {token} about {rng.choice(words)}"), Message.assistant("noted")]
@@ -141,6 +156,14 @@ def main() -> int:
         print(f"save a step (user + assistant, committed) until searchable: median {statistics.median(searchable_ms):.2f} "
               f"ms, p95 {pct(searchable_ms, .95):.2f} ms; found by a search right after: {found}/{args.turns}, that "
               f"search p50 {statistics.median(search_ms):.1f} ms", flush=True)
+        after = []  # every commit adds table versions, whose index lists fill LanceDB's index cache
+        for q in queries:
+            t = time.perf_counter()
+            recall.search(q)
+            after.append((time.perf_counter() - t) * 1000)
+        print(f"conversation_search after those {args.turns} steps: p50 {statistics.median(after):.1f} ms, p95 "
+              f"{pct(after, .95):.1f} ms; heap {heap_mib(os.getpid()) or 0:.0f} MiB ({heap_before:.0f} before them)",
+              flush=True)
     finally:
         store.close()
         shutil.rmtree(root, ignore_errors=True)

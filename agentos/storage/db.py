@@ -30,14 +30,16 @@ from agentos.storage.wear import Wear, table_wear
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-# Bounded, so a long-running process stays small. LanceDB's index cache also keeps every table version's index
-# list (one entry per commit, never read again once the table moves on, ~1.7 KiB of heap each), evicted only when the
-# cache is full: at 256 MiB a soak's heap grew 8-9 KiB a turn for tens of thousands of turns; at 8 MiB it is full,
-# and flat, after ~2,000 turns. Keyword search at 100k messages is as fast. A 1M-passage archive's vector index
-# needs more (at 64 MiB it was re-read from disk on every query: vector search 56 ms instead of 28 ms at 256 MiB):
-# AGENTOS_INDEX_CACHE_MB sets it, for the price of that much more heap once the cache fills.
+# Bounded, so a long-running process stays small. The index cache must hold the indexes a search reads: an agent of
+# 100k messages with bge has ~29 MB of them on disk (recall vectors 12, exchanges' and messages' BM25 7 and 5, ids
+# 2 each); at 8 MiB they were read again on every query (benchmarks/recall_search.py at 100k, 8 -> 64 MiB: search
+# p50 26.5-28.7 -> 15.8-16.2 ms, p95 34.3-36.2 -> 18.4-18.5 ms; without an embedder p50 11.4-11.6 -> 8.9-9.5 ms).
+# LanceDB's index cache also keeps every table version's index list (~1.7 KiB each, never read again once the table
+# moves on) until it is full, so a long-running process's heap grows by up to the bound (3,000 steps on that agent:
+# 260 -> 385 MiB, against 248 -> 314 MiB at 8). A 1M-passage archive's vector index needs more:
+# AGENTOS_INDEX_CACHE_MB sets it (docs/storage.md).
 METADATA_CACHE_BYTES = 32 * 1024 * 1024
-INDEX_CACHE_BYTES = int(float(os.environ.get("AGENTOS_INDEX_CACHE_MB") or 8) * 1024 * 1024)
+INDEX_CACHE_BYTES = int(float(os.environ.get("AGENTOS_INDEX_CACHE_MB") or 64) * 1024 * 1024)
 # Lance file format of new tables. 2.1 reads scattered rows (a page of search results, vectors to
 # re-rank) about twice as fast as the newer default: taking 5 rows' text, tags and created_at out
 # of 1M passages took 3.4 ms instead of 8.7 ms. Tables written in another format keep working.
