@@ -56,7 +56,8 @@ def main() -> int:
     parser.add_argument("--instant-model", action="store_true",
                         help="search's model (rewrite, rerank) is a local server that answers at once, over HTTP")
     args = parser.parse_args()
-    kept = args.keep / f"{args.messages}-{args.embedder.replace('/', '_')}" if args.keep else None
+    # "-named": agents kept before the benchmark's speakers had names are not reused
+    kept = args.keep / f"{args.messages}-{args.embedder.replace('/', '_')}-named" if args.keep else None
     loaded = kept is not None and (kept / "loaded").is_file()
     root = Path(tempfile.mkdtemp(prefix="agentos-recall-bench-"))
     if loaded:  # each run measures a copy: the freshness figure appends turns

@@ -31,13 +31,13 @@ from agentos.storage.wear import Wear, table_wear
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 # Bounded, so a long-running process stays small. The index cache must hold the indexes a search reads: an agent of
-# 100k messages with bge has ~29 MB of them on disk (recall vectors 12, exchanges' and messages' BM25 7 and 5, ids
+# 100k messages with bge has ~31 MB of them on disk (recall vectors 12, exchanges' and messages' BM25 7 and 5, ids
 # 2 each); at 8 MiB they were read again on every query (benchmarks/recall_search.py at 100k, 8 -> 64 MiB: search
-# p50 26.5-28.7 -> 15.8-16.2 ms, p95 34.3-36.2 -> 18.4-18.5 ms; without an embedder p50 11.4-11.6 -> 8.9-9.5 ms).
-# LanceDB's index cache also keeps every table version's index list (~1.7 KiB each, never read again once the table
-# moves on) until it is full, so a long-running process's heap grows by up to the bound (3,000 steps on that agent:
-# 260 -> 385 MiB, against 248 -> 314 MiB at 8). A 1M-passage archive's vector index needs more:
-# AGENTOS_INDEX_CACHE_MB sets it (docs/storage.md).
+# p50 26.5-28.7 -> 15.8-16.2 ms, p95 34.3-36.2 -> 18.4-18.5 ms; without an embedder p50 11.4-11.6 -> 8.9-9.5 ms);
+# 64 leaves room above 32, where they just fit. LanceDB's index cache also keeps every table version's index list
+# (~1.7 KiB each, never read again once the table moves on) until it is full, so in a long-running process the cache
+# fills to its bound: up to ~56 MiB more heap than at 8 (3,000 steps on that agent: 260 -> 385 MiB, against
+# 248 -> 314 MiB at 8). A 1M-passage archive's vector index needs more: AGENTOS_INDEX_CACHE_MB sets it (docs/storage.md).
 METADATA_CACHE_BYTES = 32 * 1024 * 1024
 INDEX_CACHE_BYTES = int(float(os.environ.get("AGENTOS_INDEX_CACHE_MB") or 64) * 1024 * 1024)
 # Lance file format of new tables. 2.1 reads scattered rows (a page of search results, vectors to
