@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,6 +37,16 @@ from agentos.storage import Store
 
 SPEAKERS = ("Marguerite", "Bartholomew")  # two people talking, named as LoCoMo's and imported turns are (longer
 # than any of the random words, so a name is never one of them)
+
+
+def each_ms(queries: list[str], search: Callable[[str], object]) -> list[float]:
+    """The milliseconds `search` took for each query, in order."""
+    took = []
+    for query in queries:
+        t = time.perf_counter()
+        search(query)
+        took.append((time.perf_counter() - t) * 1000)
+    return took
 
 
 def pct(values: list[float], q: float) -> float:
@@ -121,25 +132,16 @@ def main() -> int:
             print(f"conversation_search @ {args.messages:,} with paths {'+'.join(paths)}: p50 "
                   f"{statistics.median(other):.1f} ms, p95 {pct(other, .95):.1f} ms (interleaved with the default's)",
                   flush=True)
-        dated = []
-        for q in queries[:50]:
-            t = time.perf_counter()
-            recall.search(q, start=start + timedelta(days=10), end=start + timedelta(days=40), roles=["user"])
-            dated.append((time.perf_counter() - t) * 1000)
+        dated = each_ms(queries[:50], lambda q: recall.search(q, start=start + timedelta(days=10),
+                                                              end=start + timedelta(days=40), roles=["user"]))
         print(f"conversation_search @ {args.messages:,}: p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, .95):.1f} ms;"
               f" with date+role filters p50 {statistics.median(dated):.1f} ms, p95 {pct(dated, .95):.1f} ms", flush=True)
-        named = []  # a question naming a speaker: the speakers path, and their turns first after fusion
-        for i, q in enumerate(queries[:50]):
-            t = time.perf_counter()
-            recall.search(f"what did {SPEAKERS[i % 2]} say about {q}")
-            named.append((time.perf_counter() - t) * 1000)
+        # a question naming a speaker: the speakers path, and their turns first after fusion
+        named = each_ms([f"what did {SPEAKERS[i % 2]} say about {q}" for i, q in enumerate(queries[:50])], recall.search)
         print(f"conversation_search @ {args.messages:,} naming a speaker ('what did {SPEAKERS[0]} say about ...'): p50 "
               f"{statistics.median(named):.1f} ms, p95 {pct(named, .95):.1f} ms", flush=True)
-        timed = []  # the time path reads the range and the month either side of it, and parses what those turns tell
-        for q in queries[:50]:
-            t = time.perf_counter()
-            recall.search(f"{q} in {start:%B %Y}")
-            timed.append((time.perf_counter() - t) * 1000)
+        # the time path reads the range and the month either side of it, and parses what those turns tell
+        timed = each_ms([f"{q} in {start:%B %Y}" for q in queries[:50]], recall.search)
         print(f"conversation_search @ {args.messages:,} with a time in the question ('in {start:%B %Y}'): p50 "
               f"{statistics.median(timed):.1f} ms, p95 {pct(timed, .95):.1f} ms", flush=True)
         searchable_ms, search_ms, found = [], [], 0
@@ -157,11 +159,7 @@ def main() -> int:
         print(f"save a step (user + assistant, committed) until searchable: median {statistics.median(searchable_ms):.2f} "
               f"ms, p95 {pct(searchable_ms, .95):.2f} ms; found by a search right after: {found}/{args.turns}, that "
               f"search p50 {statistics.median(search_ms):.1f} ms", flush=True)
-        after = []  # every commit adds table versions, whose index lists fill LanceDB's index cache
-        for q in queries:
-            t = time.perf_counter()
-            recall.search(q)
-            after.append((time.perf_counter() - t) * 1000)
+        after = each_ms(queries, recall.search)  # every commit adds table versions, whose index lists fill the cache
         print(f"conversation_search after those {args.turns} steps: p50 {statistics.median(after):.1f} ms, p95 "
               f"{pct(after, .95):.1f} ms; heap {heap_mib(os.getpid()) or 0:.0f} MiB ({heap_before:.0f} before them)",
               flush=True)
