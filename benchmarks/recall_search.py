@@ -49,6 +49,11 @@ def each_ms(queries: list[str], search: Callable[[str], object]) -> list[float]:
     return took
 
 
+def p50_p95(ms: list[float]) -> str:
+    """A timing's median and 95th percentile, as the figures print them."""
+    return f"p50 {statistics.median(ms):.1f} ms, p95 {pct(ms, .95):.1f} ms"
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
@@ -129,21 +134,20 @@ def main() -> int:
                 recall.search(q, paths=paths)
                 other.append((time.perf_counter() - t) * 1000)
         if paths:
-            print(f"conversation_search @ {args.messages:,} with paths {'+'.join(paths)}: p50 "
-                  f"{statistics.median(other):.1f} ms, p95 {pct(other, .95):.1f} ms (interleaved with the default's)",
-                  flush=True)
+            print(f"conversation_search @ {args.messages:,} with paths {'+'.join(paths)}: "
+                  f"{p50_p95(other)} (interleaved with the default's)", flush=True)
         dated = each_ms(queries[:50], lambda q: recall.search(q, start=start + timedelta(days=10),
                                                               end=start + timedelta(days=40), roles=["user"]))
-        print(f"conversation_search @ {args.messages:,}: p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, .95):.1f} ms;"
-              f" with date+role filters p50 {statistics.median(dated):.1f} ms, p95 {pct(dated, .95):.1f} ms", flush=True)
+        print(f"conversation_search @ {args.messages:,}: {p50_p95(lat)};"
+              f" with date+role filters {p50_p95(dated)}", flush=True)
         # a question naming a speaker: the speakers path, and their turns first after fusion
         named = each_ms([f"what did {SPEAKERS[i % 2]} say about {q}" for i, q in enumerate(queries[:50])], recall.search)
-        print(f"conversation_search @ {args.messages:,} naming a speaker ('what did {SPEAKERS[0]} say about ...'): p50 "
-              f"{statistics.median(named):.1f} ms, p95 {pct(named, .95):.1f} ms", flush=True)
+        print(f"conversation_search @ {args.messages:,} naming a speaker ('what did {SPEAKERS[0]} say about ...'): "
+              f"{p50_p95(named)}", flush=True)
         # the time path reads the range and the month either side of it, and parses what those turns tell
         timed = each_ms([f"{q} in {start:%B %Y}" for q in queries[:50]], recall.search)
-        print(f"conversation_search @ {args.messages:,} with a time in the question ('in {start:%B %Y}'): p50 "
-              f"{statistics.median(timed):.1f} ms, p95 {pct(timed, .95):.1f} ms", flush=True)
+        print(f"conversation_search @ {args.messages:,} with a time in the question ('in {start:%B %Y}'): "
+              f"{p50_p95(timed)}", flush=True)
         searchable_ms, search_ms, found = [], [], 0
         heap_before = heap_mib(os.getpid()) or 0
         for i in range(args.turns):
@@ -160,8 +164,8 @@ def main() -> int:
               f"ms, p95 {pct(searchable_ms, .95):.2f} ms; found by a search right after: {found}/{args.turns}, that "
               f"search p50 {statistics.median(search_ms):.1f} ms", flush=True)
         after = each_ms(queries, recall.search)  # every commit adds table versions, whose index lists fill the cache
-        print(f"conversation_search after those {args.turns} steps: p50 {statistics.median(after):.1f} ms, p95 "
-              f"{pct(after, .95):.1f} ms; heap {heap_mib(os.getpid()) or 0:.0f} MiB ({heap_before:.0f} before them)",
+        print(f"conversation_search after those {args.turns} steps: {p50_p95(after)}; "
+              f"heap {heap_mib(os.getpid()) or 0:.0f} MiB ({heap_before:.0f} before them)",
               flush=True)
     finally:
         store.close()
